@@ -1,0 +1,1 @@
+"""One subpackage per paper; none imports another."""

@@ -1,0 +1,86 @@
+"""Rerun papers' toy claims and print the verdict table.
+
+    python scripts/reproduce.py --paper adamcb          # one paper, all its claim seeds
+    python scripts/reproduce.py --paper all --write     # every paper; write results files
+
+``--write`` stores ``papers/<slug>/results/toy.json`` (per-method mean and std, each claim's
+measured value, threshold and verdict, command, commit, versions, wall time); then run
+``python scripts/render_tables.py`` to refresh the README tables from those files.
+Exit status is 1 if any claim or negative control fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+from shared.config import available_papers  # noqa: E402
+from shared.entry import check_claims, paper_modules  # noqa: E402
+from shared.records import write_json  # noqa: E402
+from shared.tables import markdown_table  # noqa: E402
+
+RESULTS_FILE = Path("results") / "toy.json"
+
+
+def reproduce(slug: str, seeds: list[int] | None, write: bool, progress: bool) -> bool:
+    """Run one paper's claims; print them; optionally write its results file."""
+    _, claims = paper_modules(slug)
+    overrides = () if progress else ("runtime.progress=false",)
+    with tempfile.TemporaryDirectory(prefix=f"claims-{slug}-") as tmp:
+        record = check_claims(slug, Path(tmp), seeds=seeds, overrides=overrides)
+    passed = all(c["passed"] for c in record["claims"])
+    if write:
+        seed_arg = "" if seeds is None else f" --seeds {' '.join(map(str, seeds))}"
+        write_json(
+            {
+                "paper": slug,
+                "scale": record["scale"],
+                "seeds": record["seeds"],
+                "command": f"python scripts/reproduce.py --paper {slug}{seed_arg}",
+                "verdict": "pass" if passed else "fail",
+                "claims": record["claims"],
+                "table_metrics": list(claims.TABLE_METRICS),
+                "labels": dict(claims.LABELS),
+                "metrics": record["metrics"],
+                "git_commit": record["git_commit"],
+                "versions": record["versions"],
+                "wall_time_s": record["wall_time_s"],
+            },
+            REPO_ROOT / "papers" / slug / RESULTS_FILE,
+        )
+    return passed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--paper", default="all", help="a paper slug, or 'all'")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=None,
+        help="override the claim's seeds (default: all of them)",
+    )
+    parser.add_argument("--write", action="store_true", help="write papers/<slug>/results/toy.json")
+    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    args = parser.parse_args(argv)
+
+    papers = available_papers() if args.paper == "all" else [args.paper]
+    unknown = sorted(set(papers) - set(available_papers()))
+    if unknown:
+        parser.error(f"unknown paper(s) {unknown}; known: {', '.join(available_papers())}")
+    verdicts = []
+    for slug in papers:
+        ok = reproduce(slug, args.seeds, args.write, progress=not args.no_progress)
+        verdicts.append([slug, "PASS" if ok else "FAIL"])
+    print("\n" + markdown_table(["paper", "toy claim"], verdicts))
+    return 0 if all(v[1] == "PASS" for v in verdicts) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+"""Headline claims as data: comparators over seeds, each with its threshold.
+
+A paper's ``claims.py`` lists :class:`Claim` objects over the toy experiment's results
+(:data:`shared.records.Results`). Three roles:
+
+* ``claim``: must hold, CI fails otherwise;
+* ``negative_control``: the same comparator applied where it must *not* hold (a claim that a
+  baseline also passes is no claim), CI fails if it holds;
+* ``diagnostic``: reported beside the claims, never gating (e.g. a caveat the toy exposes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from shared.records import Results
+
+Role = Literal["claim", "negative_control", "diagnostic"]
+
+
+def _values(results: Results, method: str, metric: str) -> np.ndarray:
+    try:
+        return np.asarray(results[method][metric], dtype=float)
+    except KeyError as err:
+        raise KeyError(
+            f"claim needs {method}/{metric}; results have methods {sorted(results)}"
+        ) from err
+
+
+@dataclass(frozen=True)
+class RatioAtMost:
+    """mean(metric of ``method``) / mean(metric of ``baseline``) <= ``max_ratio``."""
+
+    metric: str
+    method: str
+    baseline: str
+    max_ratio: float
+
+    def measure(self, results: Results) -> float:
+        return float(
+            _values(results, self.method, self.metric).mean()
+            / _values(results, self.baseline, self.metric).mean()
+        )
+
+    def holds(self, measured: float) -> bool:
+        return measured <= self.max_ratio
+
+    def describe(self) -> str:
+        return f"mean {self.metric}: {self.method} / {self.baseline} <= {self.max_ratio:g}"
+
+    @property
+    def threshold(self) -> float:
+        return self.max_ratio
+
+
+@dataclass(frozen=True)
+class PairedWins:
+    """``method`` beats ``baseline`` on at least ``min_wins`` seeds (paired by seed)."""
+
+    metric: str
+    method: str
+    baseline: str
+    min_wins: int
+    lower_is_better: bool = True
+
+    def measure(self, results: Results) -> float:
+        ours = _values(results, self.method, self.metric)
+        theirs = _values(results, self.baseline, self.metric)
+        wins = ours < theirs if self.lower_is_better else ours > theirs
+        return float(wins.sum())
+
+    def holds(self, measured: float) -> bool:
+        return measured >= self.min_wins
+
+    def describe(self) -> str:
+        better = "lower" if self.lower_is_better else "higher"
+        return (
+            f"{self.method} has {better} {self.metric} than {self.baseline} "
+            f"on >= {self.min_wins} seeds"
+        )
+
+    @property
+    def threshold(self) -> float:
+        return float(self.min_wins)
+
+
+@dataclass(frozen=True)
+class MeanBelow:
+    """Every listed method's mean ``metric`` is below ``bound`` (measured: the worst mean)."""
+
+    metric: str
+    methods: tuple[str, ...]
+    bound: float
+
+    def measure(self, results: Results) -> float:
+        return float(max(_values(results, m, self.metric).mean() for m in self.methods))
+
+    def holds(self, measured: float) -> bool:
+        return measured < self.bound
+
+    def describe(self) -> str:
+        return f"max over {', '.join(self.methods)} of mean {self.metric} < {self.bound:g}"
+
+    @property
+    def threshold(self) -> float:
+        return self.bound
+
+
+Comparator = RatioAtMost | PairedWins | MeanBelow
+
+
+@dataclass(frozen=True)
+class Claim:
+    name: str
+    comparator: Comparator
+    role: Role = "claim"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    name: str
+    role: Role
+    statement: str
+    measured: float
+    threshold: float
+    holds: bool
+
+    @property
+    def passed(self) -> bool:
+        """A claim passes when it holds, a negative control when it does not; a diagnostic
+        is informational and always passes."""
+        if self.role == "claim":
+            return self.holds
+        if self.role == "negative_control":
+            return not self.holds
+        return True
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "role": self.role,
+            "statement": self.statement,
+            "measured": self.measured,
+            "threshold": self.threshold,
+            "holds": self.holds,
+            "passed": self.passed,
+        }
+
+
+def evaluate(claims: list[Claim], results: Results) -> list[Verdict]:
+    """Measure every claim on ``results``."""
+    verdicts = []
+    for claim in claims:
+        measured = claim.comparator.measure(results)
+        verdicts.append(
+            Verdict(
+                name=claim.name,
+                role=claim.role,
+                statement=claim.comparator.describe(),
+                measured=measured,
+                threshold=claim.comparator.threshold,
+                holds=claim.comparator.holds(measured),
+            )
+        )
+    return verdicts
+
+
+def all_passed(verdicts: list[Verdict]) -> bool:
+    return all(v.passed for v in verdicts)

@@ -1,0 +1,166 @@
+"""Entry point: turns a paper's ``run(cfg, out_dir)`` into ``python -m papers.<slug>.train``.
+
+A paper's ``train.py`` ends with::
+
+    if __name__ == "__main__":
+        main("<slug>")
+
+and gets Hydra overrides (``key=value``), ``-m`` multirun sweeps, typed validation, a
+deterministic run folder, ``result.json`` (metrics, claim verdicts, resolved config, commit,
+versions, wall time), a results table on the console, and resume of interrupted runs.
+
+:func:`execute` is the same pipeline in-process, used by tests and ``scripts/reproduce.py``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import hydra
+from accelerate import PartialState
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from shared import claims as claims_lib
+from shared.config import (
+    CONFIG_DIR,
+    check_slug,
+    compose_dict,
+    register_schema,
+    to_container,
+    to_object,
+)
+from shared.records import git_commit, package_versions, read_json, summarise, write_json
+from shared.tables import results_table, verdict_table
+
+RESULT_NAME = "result.json"
+CONFIG_RECORD_NAME = "run_config.json"
+# Keys that may change between a run and its resumption without invalidating it.
+RESUME_NEUTRAL_KEYS = ("runtime", "resume", "out_root")
+
+
+def paper_modules(slug: str) -> tuple[ModuleType, ModuleType]:
+    """The paper's ``train`` and ``claims`` modules."""
+    return (
+        importlib.import_module(f"papers.{slug}.train"),
+        importlib.import_module(f"papers.{slug}.claims"),
+    )
+
+
+def execute(slug: str, cfg_dict: DictConfig, out_dir: Path) -> dict[str, Any]:
+    """Validate ``cfg_dict``, run the experiment into ``out_dir`` and write its record.
+
+    Returns:
+        The run record (also written to ``out_dir/result.json`` by the main process).
+    """
+    cfg = to_object(cfg_dict)  # typed dataclass; fails naming a missing or ill-typed key
+    if cfg.paper != slug:
+        raise ValueError(f"config is for paper {cfg.paper!r}, entry point is {slug!r}")
+    train, claims = paper_modules(slug)
+    out_dir = Path(out_dir)
+    resolved = to_container(cfg_dict)
+    state = PartialState()
+    if state.is_main_process:
+        _guard_run_folder(out_dir, resolved, resume=cfg.resume)
+    state.wait_for_everyone()
+
+    start = time.perf_counter()
+    results = train.run(cfg, out_dir)
+    wall_time = time.perf_counter() - start
+
+    summary = summarise(results, cfg.seeds)
+    verdicts = claim_verdicts(claims, results, cfg.scale)
+    record = {
+        "paper": slug,
+        "scale": cfg.scale,
+        "methods": list(results),
+        "seeds": list(cfg.seeds),
+        "metrics": summary,
+        "claims": [v.as_dict() for v in verdicts],
+        "command": " ".join(["python -m", f"papers.{slug}.train", *sys.argv[1:]]),
+        "config": resolved,
+        "git_commit": git_commit(),
+        "versions": package_versions(),
+        "wall_time_s": round(wall_time, 2),
+    }
+    if state.is_main_process:
+        write_json(record, out_dir / RESULT_NAME)
+        print(f"\n{slug} ({cfg.scale}), seeds {list(cfg.seeds)}, {wall_time:.1f} s")
+        print(results_table(summary, claims.TABLE_METRICS, claims.LABELS))
+        if verdicts:
+            print(f"\nHeadline claim at toy scale (seeds {list(cfg.seeds)}):")
+            print(verdict_table(verdicts))
+        print(f"\nrun folder: {out_dir}")
+    return record
+
+
+def claim_verdicts(claims: ModuleType, results: dict, scale: str) -> list[claims_lib.Verdict]:
+    """Evaluate the paper's claims when the run is at the claims' scale and has their methods."""
+    needed = set(claims.METHODS)
+    if scale != claims.SCALE or not needed.issubset(results):
+        return []
+    return claims_lib.evaluate(claims.CLAIMS, results)
+
+
+def check_claims(
+    slug: str, out_dir: Path, seeds: list[int] | None = None, overrides: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Run the paper's claim experiment in-process (toy scale, the claims' methods and seeds)."""
+    _, claims = paper_modules(slug)
+    seeds = list(claims.SEEDS if seeds is None else seeds)
+    cfg_dict = compose_dict(
+        slug,
+        claims.SCALE,
+        [
+            f"methods=[{','.join(claims.METHODS)}]",
+            f"seeds=[{','.join(map(str, seeds))}]",
+            *overrides,
+        ],
+    )
+    return execute(slug, cfg_dict, out_dir)
+
+
+def _guard_run_folder(out_dir: Path, resolved: dict[str, Any], resume: bool) -> None:
+    """Refuse to resume a folder made with a different config; wipe it when not resuming."""
+    record_path = out_dir / CONFIG_RECORD_NAME
+    comparable = {k: v for k, v in resolved.items() if k not in RESUME_NEUTRAL_KEYS}
+    if not resume:
+        for name in ("runs", "metrics.jsonl", RESULT_NAME):
+            path = out_dir / name
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
+    elif record_path.exists() and read_json(record_path) != comparable:
+        raise SystemExit(
+            f"{out_dir} holds runs made with a different config, so they cannot be resumed.\n"
+            "Rerun with resume=false to start over there, or change out_root."
+        )
+    write_json(comparable, record_path)
+
+
+def main(slug: str) -> None:
+    """Command-line entry of ``papers/<slug>/train.py``: Hydra app with ``paper`` preset."""
+    check_slug(slug)
+    argv = sys.argv[1:]
+    for arg in argv:
+        if arg.startswith("paper=") and arg != f"paper={slug}":
+            raise SystemExit(
+                f"papers.{slug}.train runs paper {slug!r}; remove the {arg!r} override"
+            )
+    register_schema(slug)
+    sys.argv = [sys.argv[0], f"paper={slug}", *(a for a in argv if not a.startswith("paper="))]
+
+    def task(cfg_dict: DictConfig) -> float | None:
+        record = execute(slug, cfg_dict, Path(HydraConfig.get().runtime.output_dir))
+        _, claims = paper_modules(slug)
+        method, metric = claims.PRIMARY
+        return record["metrics"].get(method, {}).get(metric, {}).get("mean")
+
+    hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")(task)()

@@ -1,0 +1,62 @@
+"""The (method x seed) grid every paper's toy experiment runs, with per-run resume."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from shared.records import Results, read_json, write_json
+
+FINAL_NAME = "final.json"
+
+
+@dataclass
+class RunOutput:
+    """What one (method, seed) run reports: scalar metrics and optional curves."""
+
+    metrics: dict[str, float]
+    curves: dict[str, list[float]] = field(default_factory=dict)
+
+
+# method -> curve name -> one list per seed
+Curves = dict[str, dict[str, list[list[float]]]]
+
+
+def run_grid(
+    methods: list[str],
+    seeds: list[int],
+    out_dir: Path,
+    train_one: Callable[[str, int, Path], RunOutput],
+    *,
+    is_main_process: bool = True,
+    progress: bool = True,
+) -> tuple[Results, Curves]:
+    """Run ``train_one(method, seed, run_dir)`` for every pair, skipping finished ones.
+
+    Each pair gets ``out_dir/runs/<method>-s<seed>/``; a finished run leaves ``final.json``
+    there and is read back instead of retrained, and an interrupted one resumes from the
+    checkpoint its loop left (see :func:`shared.loop.fit`).
+    """
+    if not methods or not seeds:
+        raise ValueError("methods and seeds must both be non-empty")
+    results: Results = {m: {} for m in methods}
+    curves: Curves = {m: {} for m in methods}
+    pairs = [(m, s) for m in methods for s in seeds]
+    for method, seed in tqdm(pairs, desc="runs", disable=not (progress and is_main_process)):
+        run_dir = Path(out_dir) / "runs" / f"{method}-s{seed}"
+        final_path = run_dir / FINAL_NAME
+        if final_path.exists():
+            saved = read_json(final_path)
+            output = RunOutput(saved["metrics"], saved["curves"])
+        else:
+            output = train_one(method, seed, run_dir)
+            if is_main_process:
+                write_json({"metrics": output.metrics, "curves": output.curves}, final_path)
+        for name, value in output.metrics.items():
+            results[method].setdefault(name, []).append(float(value))
+        for name, values in output.curves.items():
+            curves[method].setdefault(name, []).append([float(v) for v in values])
+    return results, curves

@@ -1,0 +1,27 @@
+"""Runtime on Hugging Face Accelerate.
+
+Accelerate is the engine transformers, diffusers and trl already launch through, so the same
+loop runs as one CPU process in CI, as N gloo CPU processes (``torchrun --nproc_per_node N``),
+or as N GPUs (``accelerate launch --num_processes N``) without code changes.
+"""
+
+from __future__ import annotations
+
+import torch
+from accelerate import Accelerator
+
+from shared.config import RuntimeConfig
+
+
+def make_accelerator(runtime: RuntimeConfig) -> Accelerator:
+    """Build the Accelerator for ``runtime`` and apply its thread count.
+
+    ``device=cpu`` forces CPU even when a GPU is visible; ``cuda`` requires one; ``auto`` uses
+    it when present. Under ``torchrun`` on CPU, Accelerate picks the gloo backend.
+    """
+    if runtime.device not in ("cpu", "cuda", "auto"):
+        raise ValueError(f"runtime.device must be cpu, cuda or auto, got {runtime.device!r}")
+    if runtime.device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("runtime.device=cuda but no CUDA device is visible; use runtime=cpu")
+    torch.set_num_threads(runtime.num_threads)
+    return Accelerator(cpu=runtime.device == "cpu", mixed_precision=runtime.mixed_precision)

@@ -1,0 +1,55 @@
+"""Plain-text/markdown tables of results and claim verdicts (console, README, reproduce)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared.claims import Verdict
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    """A GitHub-markdown table, column-aligned so it also reads well in a terminal."""
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=True)]
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def results_table(
+    summary: dict[str, dict[str, dict[str, Any]]],
+    metrics: list[str] | None = None,
+    labels: dict[str, str] | None = None,
+) -> str:
+    """Methods as rows, ``metric mean ± std`` as columns."""
+    labels = labels or {}
+    methods = list(summary)
+    if metrics is None:
+        metrics = list(next(iter(summary.values()))) if summary else []
+    rows = [
+        [labels.get(m, m)]
+        + [f"{summary[m][k]['mean']:.4f} ± {summary[m][k]['std']:.4f}" for k in metrics]
+        for m in methods
+    ]
+    return markdown_table(["method", *metrics], rows)
+
+
+def verdict_table(verdicts: list[Verdict]) -> str:
+    rows = [
+        [
+            v.name,
+            v.role,
+            v.statement,
+            f"{v.measured:.4g}",
+            _verdict_word(v),
+        ]
+        for v in verdicts
+    ]
+    return markdown_table(["claim", "role", "statement", "measured", "verdict"], rows)
+
+
+def _verdict_word(v: Verdict) -> str:
+    if v.role == "diagnostic":
+        return "info: holds" if v.holds else "info: does not hold"
+    return "PASS" if v.passed else "FAIL"

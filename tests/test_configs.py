@@ -1,0 +1,80 @@
+"""Every paper x scale composes; bad input fails at start with a message naming it."""
+
+from __future__ import annotations
+
+import pytest
+from hydra.errors import ConfigCompositionException
+from omegaconf.errors import ConfigKeyError, ValidationError
+
+from shared.config import SCALES, compose, compose_dict
+from tests.helpers import run_cli
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_every_paper_and_scale_composes(slug, scale):
+    cfg = compose_dict(slug, scale)
+    assert cfg.paper == slug and cfg.scale == scale
+
+
+@pytest.mark.parametrize("scale", ("smoke", "toy"))
+def test_runnable_scales_validate_against_the_schema(slug, scale):
+    cfg = compose(slug, scale)
+    assert type(cfg).__name__ == "Config" and cfg.methods and cfg.seeds
+
+
+def test_unknown_key_names_it(slug):
+    with pytest.raises((ConfigCompositionException, ConfigKeyError), match="no_such_key"):
+        compose_dict(slug, "smoke", ["no_such_key=1"])
+
+
+def test_unknown_paper_and_scale_are_named():
+    with pytest.raises(ValueError, match="no_such_paper"):
+        compose_dict("no_such_paper", "toy")
+    with pytest.raises(ValueError, match="huge"):
+        compose_dict("adamcb", "huge")
+
+
+def test_wrong_type_names_the_key():
+    with pytest.raises((ConfigCompositionException, ValidationError), match="optim.lr"):
+        compose_dict("adamcb", "smoke", ["optim.lr=fast"])
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["-m", "papers.adamcb.train", "scale=smoke", "optim.lrr=1"], "lrr"),
+        (["-m", "papers.adamcb.train", "scale=smoke", "optim.lr=fast"], "optim.lr"),
+        (["-m", "papers.adamcb.train", "scale=huge"], "huge"),
+        (["-m", "papers.adamcb.train", "paper=no_such_paper"], "no_such_paper"),
+        (["-m", "papers.no_such_paper.train"], "no_such_paper"),
+    ],
+)
+def test_bad_command_line_exits_nonzero_naming_it(tmp_path, args, expected):
+    proc = run_cli([*args, f"out_root={tmp_path}"], cwd=tmp_path)
+    assert proc.returncode != 0
+    assert expected in proc.stdout + proc.stderr
+    assert not list(tmp_path.rglob("result.json"))
+
+
+def test_paper_scale_without_data_says_what_to_put_where(tmp_path):
+    proc = run_cli(
+        ["-m", "papers.adamcb.train", "scale=paper", f"out_root={tmp_path}"], cwd=tmp_path
+    )
+    assert proc.returncode != 0
+    message = proc.stdout + proc.stderr
+    assert "data.root" in message
+    missing_dir = tmp_path / "nowhere"
+    proc = run_cli(
+        [
+            "-m",
+            "papers.adamcb.train",
+            "scale=paper",
+            f"data.root={missing_dir}",
+            f"out_root={tmp_path}",
+        ],
+        cwd=tmp_path,
+    )
+    assert proc.returncode != 0
+    message = proc.stdout + proc.stderr
+    assert str(missing_dir / "MNIST" / "raw") in message and "Nothing is downloaded" in message
+    assert not missing_dir.exists()  # nothing was created, let alone downloaded

@@ -1,0 +1,106 @@
+"""Every paper has its files, README sections and configs; no paper imports another."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+
+import pytest
+from omegaconf import OmegaConf
+
+from shared.config import CONFIG_DIR, PAPERS_DIR, SCALES, compose_dict
+from tests.helpers import PAPERS
+
+PAPER_FILES = ("README.md", "__init__.py", "config.py", "train.py", "claims.py", "data.py")
+README_SECTIONS = (
+    "## Idea",
+    "## Reading order",
+    "## Symbols",
+    "## Equations to code",
+    "## Run",
+    "## Claim and results",
+    "## Deviations",
+    "## Citation",
+)
+CLAIM_ATTRS = (
+    "SCALE",
+    "SEEDS",
+    "CI_SEEDS",
+    "METHODS",
+    "CLAIMS",
+    "PRIMARY",
+    "TABLE_METRICS",
+    "LABELS",
+    "TIME_BUDGET_S",
+)
+
+
+def test_there_are_papers():
+    assert PAPERS, "no paper identity cards in configs/paper/"
+
+
+@pytest.mark.parametrize("name", PAPER_FILES)
+def test_paper_files(slug, name):
+    assert (PAPERS_DIR / slug / name).is_file(), f"papers/{slug}/{name} is missing"
+
+
+def test_paper_has_unit_tests(slug):
+    tests = list((PAPERS_DIR.parent / "tests" / "papers" / slug).glob("test_*.py"))
+    assert tests, f"tests/papers/{slug}/ has no unit tests"
+
+
+def test_readme_sections(slug):
+    text = (PAPERS_DIR / slug / "README.md").read_text()
+    missing = [s for s in README_SECTIONS if s not in text]
+    assert not missing, f"papers/{slug}/README.md lacks sections {missing}"
+    assert "<!-- results:begin -->" in text and "<!-- results:end -->" in text
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_scale_configs_exist_and_open_with_a_command(slug, scale):
+    path = CONFIG_DIR / slug / f"{scale}.yaml"
+    assert path.is_file(), f"configs/{slug}/{scale}.yaml is missing"
+    head = path.read_text().lstrip()
+    assert head.startswith("#") and "python -m papers." in head.split("\n\n")[0], (
+        f"configs/{slug}/{scale}.yaml must open with a comment giving its command"
+    )
+
+
+def test_claims_module_declares_everything(slug):
+    claims = importlib.import_module(f"papers.{slug}.claims")
+    missing = [a for a in CLAIM_ATTRS if not hasattr(claims, a)]
+    assert not missing, f"papers/{slug}/claims.py lacks {missing}"
+    assert set(claims.CI_SEEDS) <= set(claims.SEEDS)
+    assert any(c.role == "claim" for c in claims.CLAIMS)
+
+
+@pytest.mark.parametrize("scale", ("smoke", "toy"))
+def test_runnable_scales_have_no_missing_values(slug, scale):
+    cfg = compose_dict(slug, scale)
+    assert not OmegaConf.missing_keys(cfg), f"{slug}/{scale} leaves {OmegaConf.missing_keys(cfg)}"
+
+
+def _imported_modules(path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_no_paper_imports_another(slug):
+    others = {p.name for p in PAPERS_DIR.iterdir() if p.is_dir() and p.name != slug}
+    for path in (PAPERS_DIR / slug).rglob("*.py"):
+        for module in _imported_modules(path):
+            parts = module.split(".")
+            if parts[0] == "papers" and len(parts) > 1:
+                assert parts[1] not in others, f"{path} imports papers.{parts[1]}"
+
+
+def test_shared_imports_no_paper():
+    for path in (PAPERS_DIR.parent / "shared").rglob("*.py"):
+        for module in _imported_modules(path):
+            assert not module.startswith("papers."), f"{path} imports {module}"

@@ -1,0 +1,63 @@
+"""Same seed, same numbers; an interrupted run resumes to the same result."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from shared import checkpoint
+from shared.config import compose_dict
+from shared.entry import execute
+
+pytestmark = pytest.mark.smoke
+
+
+class Preempted(Exception):
+    """Stands in for a job killed right after it wrote a checkpoint."""
+
+
+def _smoke(slug, out_dir):
+    return execute(slug, compose_dict(slug, "smoke", ["runtime.progress=false"]), out_dir)
+
+
+def test_same_seed_same_metrics(slug, tmp_path):
+    first = _smoke(slug, tmp_path / "a")
+    second = _smoke(slug, tmp_path / "b")
+    assert first["metrics"] == second["metrics"]
+
+
+def test_killed_run_resumes_to_the_same_result(slug, tmp_path, monkeypatch):
+    reference = _smoke(slug, tmp_path / "uninterrupted")
+
+    real_save = checkpoint.save_checkpoint
+
+    def save_then_die(state, path):
+        real_save(state, path)
+        raise Preempted(f"killed after saving step {state['step']}")
+
+    monkeypatch.setattr(checkpoint, "save_checkpoint", save_then_die)
+    with pytest.raises(Preempted):
+        _smoke(slug, tmp_path / "interrupted")
+    monkeypatch.setattr(checkpoint, "save_checkpoint", real_save)
+    saved = list((tmp_path / "interrupted").rglob("checkpoint.pt"))
+    assert len(saved) == 1
+
+    resumed = _smoke(slug, tmp_path / "interrupted")  # the same command again
+    assert resumed["metrics"] == reference["metrics"]
+
+    # The resumed run continued, rather than restarted: no step is logged twice.
+    lines = (tmp_path / "interrupted" / "metrics.jsonl").read_text().splitlines()
+    keys = Counter(
+        (r.get("method"), r.get("seed"), r["step"], "train/loss" in r)
+        for r in map(json.loads, lines)
+    )
+    assert max(keys.values()) == 1
+
+
+def test_resume_refuses_a_different_config(slug, tmp_path):
+    _smoke(slug, tmp_path)
+    changed = compose_dict(slug, "smoke", ["runtime.progress=false", "seeds=[7]"])
+    with pytest.raises(SystemExit, match="different config"):
+        execute(slug, changed, tmp_path)
