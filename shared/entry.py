@@ -23,7 +23,6 @@ from types import ModuleType
 from typing import Any
 
 import hydra
-from accelerate import PartialState
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
@@ -37,6 +36,7 @@ from shared.config import (
     to_object,
 )
 from shared.records import git_commit, package_versions, read_json, summarise, write_json
+from shared.runtime import process_state
 from shared.tables import results_table, verdict_table
 
 RESULT_NAME = "result.json"
@@ -65,7 +65,7 @@ def execute(slug: str, cfg_dict: DictConfig, out_dir: Path) -> dict[str, Any]:
     train, claims = paper_modules(slug)
     out_dir = Path(out_dir)
     resolved = to_container(cfg_dict)
-    state = PartialState()
+    state = process_state(cfg.runtime)
     if state.is_main_process:
         _guard_run_folder(out_dir, resolved, resume=cfg.resume)
     state.wait_for_everyone()

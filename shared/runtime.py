@@ -8,7 +8,7 @@ or as N GPUs (``accelerate launch --num_processes N``) without code changes.
 from __future__ import annotations
 
 import torch
-from accelerate import Accelerator
+from accelerate import Accelerator, PartialState
 
 from shared.config import RuntimeConfig
 
@@ -25,3 +25,13 @@ def make_accelerator(runtime: RuntimeConfig) -> Accelerator:
         raise RuntimeError("runtime.device=cuda but no CUDA device is visible; use runtime=cpu")
     torch.set_num_threads(runtime.num_threads)
     return Accelerator(cpu=runtime.device == "cpu", mixed_precision=runtime.mixed_precision)
+
+
+def process_state(runtime: RuntimeConfig) -> PartialState:
+    """The process-group state (rank, world size), initialised for ``runtime``'s device.
+
+    Must be the first Accelerate object a run creates: the state is a process-wide singleton,
+    and one created without ``cpu=True`` under ``torchrun`` on a CPU machine would silently
+    fall back to independent single processes.
+    """
+    return PartialState(cpu=runtime.device == "cpu")

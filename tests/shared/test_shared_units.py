@@ -1,0 +1,96 @@
+"""Unit tests of the shared plumbing: claims, summaries, logger, checkpoints, run names."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from shared.checkpoint import load_checkpoint, save_checkpoint
+from shared.claims import Claim, MeanBelow, PairedWins, RatioAtMost, all_passed, evaluate
+from shared.config import _run_name
+from shared.logger import MetricsLogger
+from shared.records import summarise
+
+RESULTS = {
+    "ours": {"loss": [1.0, 2.0, 3.0]},
+    "base": {"loss": [2.0, 2.5, 2.9]},
+}
+
+
+def test_ratio_and_wins_measure_what_they_say():
+    ratio = RatioAtMost("loss", "ours", "base", 0.95)
+    assert ratio.measure(RESULTS) == pytest.approx(6.0 / 7.4)
+    assert ratio.holds(ratio.measure(RESULTS))
+    wins = PairedWins("loss", "ours", "base", 3)
+    assert wins.measure(RESULTS) == 2.0 and not wins.holds(2.0)
+    higher = PairedWins("loss", "ours", "base", 1, lower_is_better=False)
+    assert higher.measure(RESULTS) == 1.0
+    below = MeanBelow("loss", ("ours", "base"), 2.5)
+    assert below.measure(RESULTS) == pytest.approx(7.4 / 3) and below.holds(7.4 / 3)
+
+
+def test_roles_decide_what_passing_means():
+    holds = RatioAtMost("loss", "ours", "base", 0.95)
+    fails = RatioAtMost("loss", "base", "ours", 0.95)
+    verdicts = evaluate(
+        [
+            Claim("c", holds),
+            Claim("n", fails, role="negative_control"),
+            Claim("d", fails, role="diagnostic"),
+        ],
+        RESULTS,
+    )
+    assert [v.passed for v in verdicts] == [True, True, True]
+    assert all_passed(verdicts)
+    assert not evaluate([Claim("n", holds, role="negative_control")], RESULTS)[0].passed
+    assert not evaluate([Claim("c", fails)], RESULTS)[0].passed
+
+
+def test_claim_on_missing_method_names_it():
+    with pytest.raises(KeyError, match="nope"):
+        RatioAtMost("loss", "nope", "base", 1.0).measure(RESULTS)
+
+
+def test_summarise_keys_by_seed():
+    summary = summarise(RESULTS, seeds=[3, 4, 5])
+    assert summary["ours"]["loss"]["mean"] == pytest.approx(2.0)
+    assert summary["ours"]["loss"]["per_seed"] == {"3": 1.0, "4": 2.0, "5": 3.0}
+    with pytest.raises(ValueError, match="seeds"):
+        summarise(RESULTS, seeds=[0])
+
+
+def test_logger_drops_records_after_a_resume_point(tmp_path):
+    logger = MetricsLogger(tmp_path / "metrics.jsonl")
+    for step in range(1, 5):
+        logger.log({"method": "a", "step": step})
+        logger.log({"method": "b", "step": step})
+    logger.drop_after(2, method="a")
+    records = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if r["method"] == "a"] == [1, 2]
+    assert [r["step"] for r in records if r["method"] == "b"] == [1, 2, 3, 4]
+    silent = MetricsLogger(tmp_path / "other.jsonl", enabled=False)
+    silent.log({"step": 1})
+    assert not (tmp_path / "other.jsonl").exists()
+
+
+def test_checkpoint_round_trip_is_weights_only(tmp_path):
+    state = {"step": 3, "model": {"w": torch.ones(2)}, "history": [{"step": 0, "x": 1.5}]}
+    save_checkpoint(state, tmp_path / "ck.pt")
+    loaded = load_checkpoint(tmp_path / "ck.pt")
+    assert loaded["step"] == 3 and torch.equal(loaded["model"]["w"], torch.ones(2))
+    assert not (tmp_path / "ck.pt.tmp").exists()
+
+    torch.save({"obj": _Arbitrary()}, tmp_path / "unsafe.pt")
+    with pytest.raises(Exception, match="weights_only|Unsupported|global"):
+        load_checkpoint(tmp_path / "unsafe.pt")
+
+
+class _Arbitrary:
+    """Any class: a weights-only load must refuse to rebuild it."""
+
+
+def test_run_name_is_deterministic():
+    assert _run_name("") == "default"
+    assert _run_name("optim.lr=0.1,seeds=[0]") == "optim.lr=0.1,seeds=[0]"
