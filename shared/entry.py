@@ -53,8 +53,13 @@ def paper_modules(slug: str) -> tuple[ModuleType, ModuleType]:
     )
 
 
-def execute(slug: str, cfg_dict: DictConfig, out_dir: Path) -> dict[str, Any]:
+def execute(
+    slug: str, cfg_dict: DictConfig, out_dir: Path, command: str | None = None
+) -> dict[str, Any]:
     """Validate ``cfg_dict``, run the experiment into ``out_dir`` and write its record.
+
+    ``command`` is recorded as the way to rerun it (default: the entry point with this
+    config's scale; pass the real overrides when known).
 
     Returns:
         The run record (also written to ``out_dir/result.json`` by the main process).
@@ -83,7 +88,7 @@ def execute(slug: str, cfg_dict: DictConfig, out_dir: Path) -> dict[str, Any]:
         "seeds": list(cfg.seeds),
         "metrics": summary,
         "claims": [v.as_dict() for v in verdicts],
-        "command": " ".join(["python -m", f"papers.{slug}.train", *sys.argv[1:]]),
+        "command": command or f"python -m papers.{slug}.train scale={cfg.scale}",
         "config": resolved,
         "git_commit": git_commit(),
         "versions": package_versions(),
@@ -114,16 +119,19 @@ def check_claims(
     """Run the paper's claim experiment in-process (toy scale, the claims' methods and seeds)."""
     _, claims = paper_modules(slug)
     seeds = list(claims.SEEDS if seeds is None else seeds)
-    cfg_dict = compose_dict(
-        slug,
-        claims.SCALE,
-        [
-            f"methods=[{','.join(claims.METHODS)}]",
-            f"seeds=[{','.join(map(str, seeds))}]",
-            *overrides,
-        ],
-    )
-    return execute(slug, cfg_dict, out_dir)
+    overrides = [
+        f"scale={claims.SCALE}",
+        f"methods=[{','.join(claims.METHODS)}]",
+        f"seeds=[{','.join(map(str, seeds))}]",
+        *overrides,
+    ]
+    cfg_dict = compose_dict(slug, claims.SCALE, overrides[1:])
+    return execute(slug, cfg_dict, out_dir, _command(slug, overrides))
+
+
+def _command(slug: str, overrides: list[str]) -> str:
+    quoted = [f"'{o}'" if any(c in o for c in "[]{}, ") else o for o in overrides]
+    return " ".join([f"python -m papers.{slug}.train", *quoted])
 
 
 def _guard_run_folder(out_dir: Path, resolved: dict[str, Any], resume: bool) -> None:
@@ -158,7 +166,11 @@ def main(slug: str) -> None:
     sys.argv = [sys.argv[0], f"paper={slug}", *(a for a in argv if not a.startswith("paper="))]
 
     def task(cfg_dict: DictConfig) -> float | None:
-        record = execute(slug, cfg_dict, Path(HydraConfig.get().runtime.output_dir))
+        hydra_cfg = HydraConfig.get()
+        overrides = [o for o in hydra_cfg.overrides.task if not o.startswith("paper=")]
+        record = execute(
+            slug, cfg_dict, Path(hydra_cfg.runtime.output_dir), _command(slug, overrides)
+        )
         _, claims = paper_modules(slug)
         method, metric = claims.PRIMARY
         return record["metrics"].get(method, {}).get(metric, {}).get("mean")
