@@ -320,6 +320,14 @@ class Sampler(abc.ABC):
             raise ValueError(f"draw.probs has shape {draw.probs.shape}, expected ({self.n},)")
         return grad_norms
 
+    def _draw_with_replacement(self, probs: np.ndarray) -> Draw:
+        r"""K i.i.d. draws from `probs` (n,), summing to 1, with weights $1/(n\,\text{probs}_j)$."""
+        indices = self.rng.choice(self.n, size=self.K, replace=True, p=probs).astype(np.int64)
+        weights = 1.0 / (self.n * probs[indices])  # (K,)
+        return Draw(
+            indices=indices, weights=weights, probs=probs, capped=np.zeros(self.n, dtype=bool)
+        )
+
     def _extra_state(self) -> dict:
         return {}
 
@@ -391,18 +399,12 @@ class UniformSampler(Sampler):
             raise ValueError("state was saved with a different `replace`")
 
 
-class AdamCBSampler(Sampler):
-    r"""AdamCB's combinatorial-bandit sampler: Exp3.M probabilities + DepRound.
+class _LogWeightBandit(Sampler):
+    r"""What AdamCB's and corrected AdamBS's samplers share: log-weights and the variance loss.
 
-    Sec. 3.1 steps 1, 2 and 5. Log-weights start at 0 ($w_i = 1$).
-
-    Args:
-        n: number of training examples.
-        K: batch size, $1 \le K < n$.
-        seed: seed of the owned `numpy.random.Generator`.
-        gamma: exploration rate $\gamma$ (official 0.4, Sec. 3.1 step 5.5).
-        alpha_p: weight learning rate; `None` gives the official $p_{\min}^3 = (\gamma/n)^3$
-            (Sec. 3.1 step 5.5).
+    Both keep one log-weight per example (starting at 0, $w_i = 1$), a running range of the
+    per-sample gradient norms, and the loss of Sec. 3.1 steps 5.1-5.2,
+    $\ell_j = -\bar g_j^2 / \bar p_j^2 + 1/p_{\min}^2 \ge 0$ with $p_{\min} = \gamma/n$.
     """
 
     def __init__(
@@ -415,6 +417,46 @@ class AdamCBSampler(Sampler):
         self.alpha_p = self.p_min**3 if alpha_p is None else float(alpha_p)
         self.log_weights = np.zeros(self.n)  # (n,)
         self.norm_range = NormRange()
+
+    def _variance_loss(self, draw: Draw, grad_norms: Norms) -> tuple[np.ndarray, np.ndarray]:
+        """Steps 5.1-5.2: widen the norm range with this step's norms, normalise, and return
+        `(loss, p_bar)` of the drawn examples, each of shape (K,)."""
+        grad_norms = self._check_feedback(draw, grad_norms)  # (K,)
+        self.norm_range.update(grad_norms)
+        g_bar = self.norm_range.normalise(grad_norms)  # (K,) in [0, 1]
+        p_bar = draw.probs[draw.indices]  # (K,)
+        loss = -(g_bar**2) / p_bar**2 + 1.0 / self.p_min**2  # (K,) step 5.2
+        return loss, p_bar
+
+    def _extra_state(self) -> dict:
+        return {
+            "gamma": self.gamma,
+            "alpha_p": self.alpha_p,
+            "log_weights": torch.from_numpy(self.log_weights.copy()),
+            "norm_range": self.norm_range.state_dict(),
+        }
+
+    def _load_extra_state(self, state: dict) -> None:
+        self.gamma = float(state["gamma"])
+        self.p_min = self.gamma / self.n
+        self.alpha_p = float(state["alpha_p"])
+        self.log_weights = state["log_weights"].numpy().astype(np.float64, copy=True)
+        self.norm_range.load_state_dict(state["norm_range"])
+
+
+class AdamCBSampler(_LogWeightBandit):
+    r"""AdamCB's combinatorial-bandit sampler: Exp3.M probabilities + DepRound.
+
+    Sec. 3.1 steps 1, 2 and 5. Log-weights start at 0 ($w_i = 1$).
+
+    Args:
+        n: number of training examples.
+        K: batch size, $1 \le K < n$.
+        seed: seed of the owned `numpy.random.Generator`.
+        gamma: exploration rate $\gamma$ (official 0.4, Sec. 3.1 step 5.5).
+        alpha_p: weight learning rate; `None` gives the official $p_{\min}^3 = (\gamma/n)^3$
+            (Sec. 3.1 step 5.5).
+    """
 
     def draw(self) -> Draw:
         """Exp3.M probabilities, then DepRound (Sec. 3.1 steps 1-2, weights of step 3)."""
@@ -438,33 +480,14 @@ class AdamCBSampler(Sampler):
             grad_norms: L2 norms of the drawn examples' gradients, shape (K,), same order as
                 `draw.indices`.
         """
-        grad_norms = self._check_feedback(draw, grad_norms)  # (K,)
-        self.norm_range.update(grad_norms)
-        g_bar = self.norm_range.normalise(grad_norms)  # (K,) in [0, 1]
-        p_bar = draw.probs[draw.indices]  # (K,)
-        loss = -(g_bar**2) / p_bar**2 + 1.0 / self.p_min**2  # (K,) step 5.2
+        loss, p_bar = self._variance_loss(draw, grad_norms)  # (K,), (K,) steps 5.1-5.2
         loss_hat = loss / p_bar  # (K,) step 5.3
         free = ~draw.capped[draw.indices]  # (K,) not in S_null
         # DepRound indices are distinct, so fancy-index subtraction is exact.
         self.log_weights[draw.indices[free]] -= self.alpha_p * loss_hat[free]
 
-    def _extra_state(self) -> dict:
-        return {
-            "gamma": self.gamma,
-            "alpha_p": self.alpha_p,
-            "log_weights": torch.from_numpy(self.log_weights.copy()),
-            "norm_range": self.norm_range.state_dict(),
-        }
 
-    def _load_extra_state(self, state: dict) -> None:
-        self.gamma = float(state["gamma"])
-        self.p_min = self.gamma / self.n
-        self.alpha_p = float(state["alpha_p"])
-        self.log_weights = state["log_weights"].numpy().astype(np.float64, copy=True)
-        self.norm_range.load_state_dict(state["norm_range"])
-
-
-class CorrectedAdamBSSampler(Sampler):
+class CorrectedAdamBSSampler(_LogWeightBandit):
     r"""Corrected AdamBS: Exp3 with gamma-mixing, K draws with replacement.
 
     Sec. 3.2 "Corrected AdamBS": $\bar p = (1-\gamma) w / \sum w + \gamma / n$; K i.i.d. draws
@@ -480,17 +503,6 @@ class CorrectedAdamBSSampler(Sampler):
         alpha_p: weight learning rate; `None` gives $(\gamma/n)^3$.
     """
 
-    def __init__(
-        self, n: int, K: int, seed: int, gamma: float = 0.4, alpha_p: float | None = None
-    ) -> None:
-        _check_k_gamma(n, K, gamma)
-        super().__init__(n, K, seed)
-        self.gamma = float(gamma)
-        self.p_min = self.gamma / self.n
-        self.alpha_p = self.p_min**3 if alpha_p is None else float(alpha_p)
-        self.log_weights = np.zeros(self.n)  # (n,)
-        self.norm_range = NormRange()
-
     def probabilities(self) -> np.ndarray:
         r"""The per-draw distribution $\bar p$ (Sec. 3.2), shape (n,), summing to 1."""
         w = np.exp(self.log_weights - self.log_weights.max())  # (n,) Sec. 3.6 shift
@@ -498,13 +510,7 @@ class CorrectedAdamBSSampler(Sampler):
 
     def draw(self) -> Draw:
         r"""K i.i.d. draws from $\bar p$ with weights $1/(n \bar p_j)$ (Sec. 3.2)."""
-        probs = self.probabilities()  # (n,)
-        indices = self.rng.choice(self.n, size=self.K, replace=True, p=probs)  # (K,)
-        indices = indices.astype(np.int64)
-        weights = 1.0 / (self.n * probs[indices])  # (K,)
-        return Draw(
-            indices=indices, weights=weights, probs=probs, capped=np.zeros(self.n, dtype=bool)
-        )
+        return self._draw_with_replacement(self.probabilities())
 
     def update(self, draw: Draw, grad_norms: Norms) -> None:
         """Log-weight update with losses accumulated over duplicate draws (Sec. 3.2).
@@ -513,30 +519,11 @@ class CorrectedAdamBSSampler(Sampler):
             draw: the batch returned by `draw()` this step.
             grad_norms: L2 norms of the drawn examples' gradients, shape (K,).
         """
-        grad_norms = self._check_feedback(draw, grad_norms)  # (K,)
-        self.norm_range.update(grad_norms)
-        g_bar = self.norm_range.normalise(grad_norms)  # (K,)
-        p_bar = draw.probs[draw.indices]  # (K,)
-        loss = -(g_bar**2) / p_bar**2 + 1.0 / self.p_min**2  # (K,)
+        loss, p_bar = self._variance_loss(draw, grad_norms)  # (K,), (K,)
         per_draw = loss / (self.K * p_bar)  # (K,)
         loss_hat = np.zeros(self.n)  # (n,)
         np.add.at(loss_hat, draw.indices, per_draw)  # sums duplicates
         self.log_weights -= self.alpha_p * loss_hat
-
-    def _extra_state(self) -> dict:
-        return {
-            "gamma": self.gamma,
-            "alpha_p": self.alpha_p,
-            "log_weights": torch.from_numpy(self.log_weights.copy()),
-            "norm_range": self.norm_range.state_dict(),
-        }
-
-    def _load_extra_state(self, state: dict) -> None:
-        self.gamma = float(state["gamma"])
-        self.p_min = self.gamma / self.n
-        self.alpha_p = float(state["alpha_p"])
-        self.log_weights = state["log_weights"].numpy().astype(np.float64, copy=True)
-        self.norm_range.load_state_dict(state["norm_range"])
 
 
 class AdamBSSampler(Sampler):
@@ -578,13 +565,7 @@ class AdamBSSampler(Sampler):
 
     def draw(self) -> Draw:
         """K i.i.d. draws from $p$ with weights $1/(n p_j)$ (Sec. 3.2)."""
-        probs = self.p.copy()  # (n,) snapshot: update() mutates self.p
-        indices = self.rng.choice(self.n, size=self.K, replace=True, p=probs)  # (K,)
-        indices = indices.astype(np.int64)
-        weights = 1.0 / (self.n * probs[indices])  # (K,)
-        return Draw(
-            indices=indices, weights=weights, probs=probs, capped=np.zeros(self.n, dtype=bool)
-        )
+        return self._draw_with_replacement(self.p.copy())  # a copy: update() replaces self.p
 
     def update(self, draw: Draw, grad_norms: Norms) -> None:
         """Clipped multiplicative update of $p$ (Sec. 3.2, AdamBS as coded).
