@@ -21,7 +21,7 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from shared.tables import markdown_table  # noqa: E402
+from shared.tables import markdown_table, mean_std  # noqa: E402
 
 CATALOG = REPO_ROOT / "configs" / "catalog.yaml"
 PAPERS_TABLE = ("<!-- papers-table:begin -->", "<!-- papers-table:end -->")
@@ -84,11 +84,7 @@ def results_block(result: dict) -> str:
     labels = result.get("labels", {})
     metrics = result["table_metrics"]
     rows = [
-        [labels.get(m, m)]
-        + [
-            f"{result['metrics'][m][k]['mean']:.4f} ± {result['metrics'][m][k]['std']:.4f}"
-            for k in metrics
-        ]
+        [labels.get(m, m)] + [mean_std(result["metrics"][m].get(k)) for k in metrics]
         for m in result["metrics"]
     ]
     claims = [

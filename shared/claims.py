@@ -51,6 +51,9 @@ class RatioAtMost:
     def describe(self) -> str:
         return f"mean {self.metric}: {self.method} / {self.baseline} <= {self.max_ratio:g}"
 
+    def methods_needed(self) -> set[str]:
+        return {self.method, self.baseline}
+
     @property
     def threshold(self) -> float:
         return self.max_ratio
@@ -82,34 +85,100 @@ class PairedWins:
             f"on >= {self.min_wins} seeds"
         )
 
+    def methods_needed(self) -> set[str]:
+        return {self.method, self.baseline}
+
     @property
     def threshold(self) -> float:
         return float(self.min_wins)
 
 
 @dataclass(frozen=True)
-class MeanBelow:
-    """Every listed method's mean ``metric`` is below ``bound`` (measured: the worst mean)."""
+class _MeanBound:
+    """Every listed method's mean ``metric`` against ``bound``; measured: the worst mean."""
 
     metric: str
     methods: tuple[str, ...]
     bound: float
 
-    def measure(self, results: Results) -> float:
-        return float(max(_values(results, m, self.metric).mean() for m in self.methods))
-
-    def holds(self, measured: float) -> bool:
-        return measured < self.bound
-
-    def describe(self) -> str:
-        return f"max over {', '.join(self.methods)} of mean {self.metric} < {self.bound:g}"
+    def methods_needed(self) -> set[str]:
+        return set(self.methods)
 
     @property
     def threshold(self) -> float:
         return self.bound
 
+    def _means(self, results: Results) -> list[float]:
+        return [float(_values(results, m, self.metric).mean()) for m in self.methods]
 
-Comparator = RatioAtMost | PairedWins | MeanBelow
+    def _describe(self, worst: str, relation: str) -> str:
+        methods = ", ".join(self.methods)
+        return f"{worst} over {methods} of mean {self.metric} {relation} {self.bound:g}"
+
+
+@dataclass(frozen=True)
+class MeanBelow(_MeanBound):
+    """Every listed method's mean ``metric`` is strictly below ``bound``."""
+
+    def measure(self, results: Results) -> float:
+        return max(self._means(results))
+
+    def holds(self, measured: float) -> bool:
+        return measured < self.bound
+
+    def describe(self) -> str:
+        return self._describe("max", "<")
+
+
+@dataclass(frozen=True)
+class MeanAtMost(_MeanBound):
+    """Every listed method's mean ``metric`` is at most ``bound``."""
+
+    def measure(self, results: Results) -> float:
+        return max(self._means(results))
+
+    def holds(self, measured: float) -> bool:
+        return measured <= self.bound
+
+    def describe(self) -> str:
+        return self._describe("max", "<=")
+
+
+@dataclass(frozen=True)
+class MeanAtLeast(_MeanBound):
+    """Every listed method's mean ``metric`` is at least ``bound``."""
+
+    def measure(self, results: Results) -> float:
+        return min(self._means(results))
+
+    def holds(self, measured: float) -> bool:
+        return measured >= self.bound
+
+    def describe(self) -> str:
+        return self._describe("min", ">=")
+
+
+@dataclass(frozen=True)
+class MeanWithin(_MeanBound):
+    """Every listed method's mean ``metric`` lies within ``bound`` of ``target``; measured: the
+    largest absolute deviation."""
+
+    target: float = 0.0
+
+    def measure(self, results: Results) -> float:
+        return max(abs(m - self.target) for m in self._means(results))
+
+    def holds(self, measured: float) -> bool:
+        return measured <= self.bound
+
+    def describe(self) -> str:
+        return (
+            f"max over {', '.join(self.methods)} of |mean {self.metric} - {self.target:g}| "
+            f"<= {self.bound:g}"
+        )
+
+
+Comparator = RatioAtMost | PairedWins | MeanBelow | MeanAtMost | MeanAtLeast | MeanWithin
 
 
 @dataclass(frozen=True)

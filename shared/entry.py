@@ -107,7 +107,7 @@ def execute(
 
 def claim_verdicts(claims: ModuleType, results: dict, scale: str) -> list[claims_lib.Verdict]:
     """Evaluate the paper's claims when the run is at the claims' scale and has their methods."""
-    needed = set(claims.METHODS)
+    needed = set().union(*(c.comparator.methods_needed() for c in claims.CLAIMS))
     if scale != claims.SCALE or not needed.issubset(results):
         return []
     return claims_lib.evaluate(claims.CLAIMS, results)

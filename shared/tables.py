@@ -27,12 +27,13 @@ def results_table(
     methods = list(summary)
     if metrics is None:
         metrics = list(next(iter(summary.values()))) if summary else []
-    rows = [
-        [labels.get(m, m)]
-        + [f"{summary[m][k]['mean']:.4f} ± {summary[m][k]['std']:.4f}" for k in metrics]
-        for m in methods
-    ]
+    rows = [[labels.get(m, m)] + [mean_std(summary[m].get(k)) for k in metrics] for m in methods]
     return markdown_table(["method", *metrics], rows)
+
+
+def mean_std(stats: dict[str, Any] | None) -> str:
+    """``mean ± std`` of a summarised metric, or a dash where a method lacks it."""
+    return "-" if stats is None else f"{stats['mean']:.4f} ± {stats['std']:.4f}"
 
 
 def verdict_table(verdicts: list[Verdict]) -> str:

@@ -1,0 +1,1 @@
+"""CBMA: conformal prediction through Bayesian model averaging (ICLR 2025)."""

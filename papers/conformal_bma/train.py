@@ -1,0 +1,316 @@
+"""CBMA experiment: ``python -m papers.conformal_bma.train [scale=smoke|toy|paper] [key=value]``.
+
+No training loop: for every setting, every replication draws a training set and test points,
+fits each candidate's closed-form NIG posterior once, and at every test input computes the
+full-conformal p-values of CB (one per candidate) and of CBMA over the whole y-grid plus the
+true response (brief Sec. 3.3 algorithm). Coverage is read from pi(Y_true) itself, set size
+as Lebesgue measure on the grid (Sec. 3.1). Replications are checkpointed, so an interrupted
+run resumes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from scipy.special import logsumexp
+from tqdm.auto import tqdm
+
+from papers.conformal_bma.claims import LABELS
+from papers.conformal_bma.config import Config, SettingConfig
+from papers.conformal_bma.data import load_real, simulate
+from papers.conformal_bma.method import (
+    ModelSpec,
+    NIGPrior,
+    check_inputs,
+    conformal_set_by_model,
+    fit_nig,
+    log_predictive,
+    set_size,
+)
+from shared import checkpoint
+from shared.entry import main
+from shared.experiment import RunOutput, run_grid
+from shared.plotting import plt
+from shared.records import Results
+
+HAS_TRAINABLE_PARAMETERS = False  # a statistics paper: nothing is trained
+METHODS = ("cb", "cbma", "cbma_frozen", "bma_credible", "split_conformal")
+CHECKPOINT_NAME = "checkpoint.pt"
+
+
+def active_settings(cfg: Config) -> dict[str, SettingConfig]:
+    """The configured settings, without those disabled with ``null``."""
+    return {name: s for name, s in cfg.settings.items() if s is not None}
+
+
+def candidate_specs(setting: SettingConfig) -> list[ModelSpec]:
+    return [ModelSpec(m.name, m.degree, m.variance, m.variance_offset) for m in setting.models]
+
+
+def method_names(setting: SettingConfig, methods: list[str]) -> list[str]:
+    """Reported rows of one setting: ``cb_<candidate>`` for each candidate, then the rest."""
+    names = []
+    for method in methods:
+        if method == "cb":
+            names += [f"cb_{m.name}" for m in setting.models]
+        else:
+            names.append(method)
+    return names
+
+
+def bma_credible_interval(
+    posteriors,
+    models: list[ModelSpec],
+    x_new: np.ndarray,
+    grid: np.ndarray,
+    alpha: float,
+    log_model_post: np.ndarray,
+) -> tuple[float, float]:
+    """Central (1 - alpha) interval of the BMA posterior predictive on the grid (baseline)."""
+    log_density = logsumexp(
+        [
+            lw
+            + log_predictive(post, m.features(x_new)[0], float(m.variance_profile(x_new)[0]), grid)
+            for lw, post, m in zip(log_model_post, posteriors, models, strict=True)
+        ],
+        axis=0,
+    )  # (G,)
+    cdf = np.cumsum(np.exp(log_density - log_density.max()))
+    cdf /= cdf[-1]
+    low = grid[np.searchsorted(cdf, alpha / 2.0)]
+    high = grid[min(np.searchsorted(cdf, 1.0 - alpha / 2.0), grid.size - 1)]
+    return float(low), float(high)
+
+
+def split_conformal(
+    x: np.ndarray, y: np.ndarray, degree: int, alpha: float
+) -> tuple[np.ndarray, float]:
+    """OLS on the first half, absolute-residual quantile on the second (baseline).
+
+    Returns the fitted coefficients and the half-width q (inf when the calibration set is too
+    small for level alpha)."""
+    spec = ModelSpec("split", degree)
+    half = len(y) // 2
+    coef, *_ = np.linalg.lstsq(spec.features(x[:half]), y[:half], rcond=None)
+    resid = np.sort(np.abs(y[half:] - spec.features(x[half:]) @ coef))
+    rank = int(np.ceil((resid.size + 1) * (1.0 - alpha)))
+    return coef, (float(resid[rank - 1]) if rank <= resid.size else np.inf)
+
+
+def sizes(setting: SettingConfig, cfg: Config) -> tuple[int, int, int]:
+    """(n_train, n_test, replications) of a setting: its own values, else the experiment's."""
+    return (
+        setting.n_train or cfg.n_train,
+        setting.n_test or cfg.n_test,
+        setting.replications or cfg.replications,
+    )
+
+
+def exact_coverage(n: int, alpha: float) -> float:
+    """Full conformal's coverage with continuous, tie-free scores: 1 - floor(alpha (n+1))/(n+1)
+    (brief Sec. 3.1)."""
+    return 1.0 - np.floor(alpha * (n + 1)) / (n + 1)
+
+
+def draw_replication(setting: SettingConfig, cfg: Config, rng, real=None):
+    """Training and test data of one replication."""
+    n_train, n_test, _ = sizes(setting, cfg)
+    n_total = n_train + n_test
+    if setting.source == "simulated":
+        x, y = simulate(setting, n_total, rng)
+    else:
+        X, Y = real
+        if n_total > len(Y):
+            raise ValueError(f"n_train + n_test = {n_total} exceeds the {len(Y)} data points")
+        pick = rng.choice(len(Y), size=n_total, replace=False)
+        x, y = X[pick], Y[pick]
+    x_tr, y_tr, x_te, y_te = x[:n_train], y[:n_train], x[n_train:], y[n_train:]
+    if cfg.standardise:
+        mu_x, sd_x = x_tr.mean(axis=0), x_tr.std(axis=0)
+        mu_y, sd_y = y_tr.mean(), y_tr.std()
+        x_tr, x_te = (x_tr - mu_x) / sd_x, (x_te - mu_x) / sd_x
+        y_tr, y_te = (y_tr - mu_y) / sd_y, (y_te - mu_y) / sd_y
+    return x_tr, y_tr, x_te, y_te
+
+
+def y_grid(y_train: np.ndarray, cfg: Config) -> np.ndarray:
+    """[min y - m sd, max y + m sd] with G points (Sec. 3.3 step 2)."""
+    margin = cfg.grid_margin_sd * y_train.std()
+    return np.linspace(y_train.min() - margin, y_train.max() + margin, cfg.grid_size)
+
+
+def run_setting(
+    name: str, setting: SettingConfig, seed: int, run_dir: Path, cfg: Config
+) -> RunOutput:
+    """All replications of one setting; returns per-method coverage and mean set size."""
+    models = candidate_specs(setting)
+    prior = NIGPrior(cfg.prior.g, cfg.prior.a0, cfg.prior.b0)
+    names = method_names(setting, cfg.methods)
+    if setting.coverage_only:  # sizes need a grid; these baselines need one too
+        names = [n for n in names if n not in ("bma_credible", "split_conformal")]
+    n_train, _, replications = sizes(setting, cfg)
+    true_idx = next((k for k, m in enumerate(models) if m.name == setting.true_model), None)
+    real = None if setting.source == "simulated" else load_real(setting.source, cfg.data_root)
+
+    ckpt_path = Path(run_dir) / CHECKPOINT_NAME
+    rng = np.random.default_rng(seed)
+    records: dict[str, list[float]] = {f"{m}/{k}": [] for m in names for k in ("covered", "size")}
+    records["cbma/true_model_weight"] = []
+    start = 0
+    if ckpt_path.exists():
+        state = checkpoint.load_checkpoint(ckpt_path)
+        start, records = state["replication"], state["records"]
+        rng.bit_generator.state = state["rng"]
+
+    for rep in tqdm(
+        range(start, replications),
+        initial=start,
+        total=replications,
+        desc=name,
+        leave=False,
+        disable=not cfg.runtime.progress,
+    ):
+        x_tr, y_tr, x_te, y_te = draw_replication(setting, cfg, rng, real)
+        check_inputs(x_tr, y_tr, models, cfg.alpha)
+        grid = np.empty(0) if setting.coverage_only else y_grid(y_tr, cfg)
+        step = grid[1] - grid[0] if grid.size > 1 else 0.0
+        x_tr2 = x_tr[:, None] if x_tr.ndim == 1 else x_tr
+        posteriors = [
+            fit_nig(m.features(x_tr2), y_tr, m.variance_profile(x_tr2), prior) for m in models
+        ]
+        if "split_conformal" in names:
+            coef, half_width = split_conformal(x_tr2, y_tr, cfg.split_conformal_degree, cfg.alpha)
+        for x_new, y_true in zip(x_te, y_te, strict=True):
+            x_new = np.atleast_2d(x_new) if x_tr.ndim == 2 else np.array([[x_new]])
+            out = conformal_set_by_model(
+                models,
+                prior,
+                x_tr2,
+                y_tr,
+                x_new,
+                np.append(grid, y_true),
+                posteriors=posteriors,
+                with_frozen="cbma_frozen" in names,
+            )
+            pvalues = {f"cb_{m.name}": out["cb_pvalues"][k] for k, m in enumerate(models)}
+            pvalues["cbma"] = out["cbma_pvalues"]
+            if "cbma_frozen" in names:
+                pvalues["cbma_frozen"] = out["frozen_pvalues"]
+            for method, pv in pvalues.items():
+                if method in names:
+                    records[f"{method}/covered"].append(float(pv[-1] > cfg.alpha))
+                    if not setting.coverage_only:
+                        records[f"{method}/size"].append(set_size(pv[:-1], cfg.alpha, step))
+            if true_idx is not None:
+                records["cbma/true_model_weight"].append(
+                    float(np.exp(out["log_weights"][true_idx, -1]))
+                )
+            if "bma_credible" in names:
+                low, high = bma_credible_interval(
+                    posteriors, models, x_new, grid, cfg.alpha, out["frozen_log_weights"]
+                )
+                records["bma_credible/covered"].append(float(low <= y_true <= high))
+                records["bma_credible/size"].append(high - low)
+            if "split_conformal" in names:
+                pred = float(
+                    (ModelSpec("split", cfg.split_conformal_degree).features(x_new) @ coef)[0]
+                )
+                records["split_conformal/covered"].append(float(abs(y_true - pred) <= half_width))
+                records["split_conformal/size"].append(2.0 * half_width)
+        if (rep + 1) % (setting.checkpoint_every or cfg.checkpoint_every) == 0:
+            checkpoint.save_checkpoint(
+                {"replication": rep + 1, "records": records, "rng": rng.bit_generator.state},
+                ckpt_path,
+            )
+
+    metrics = {}
+    for method in names:
+        metrics[f"{method}.coverage"] = float(np.mean(records[f"{method}/covered"]))
+        if records[f"{method}/size"]:
+            metrics[f"{method}.length"] = float(np.mean(records[f"{method}/size"]))
+        metrics[f"{method}.coverage_error"] = metrics[f"{method}.coverage"] - exact_coverage(
+            n_train, cfg.alpha
+        )
+    if records["cbma/true_model_weight"]:
+        metrics["cbma.true_model_weight"] = float(np.mean(records["cbma/true_model_weight"]))
+    return RunOutput(metrics=metrics)
+
+
+def plot_bands(cfg: Config, path: Path) -> None:
+    """Prediction sets over x for one replication of each simulated setting."""
+    settings = {
+        name: s
+        for name, s in active_settings(cfg).items()
+        if s.source == "simulated" and not s.coverage_only
+    }
+    if not settings:
+        return
+    prior = NIGPrior(cfg.prior.g, cfg.prior.a0, cfg.prior.b0)
+    fig, axes = plt.subplots(
+        1, len(settings), figsize=(5.2 * len(settings), 4.0), dpi=120, squeeze=False
+    )
+    for ax, (name, setting) in zip(axes[0], settings.items(), strict=True):
+        rng = np.random.default_rng(cfg.seeds[0])
+        x_tr, y_tr, _, _ = draw_replication(setting, cfg, rng)
+        models = candidate_specs(setting)
+        grid = y_grid(y_tr, cfg)
+        posteriors = [
+            fit_nig(m.features(x_tr[:, None]), y_tr, m.variance_profile(x_tr[:, None]), prior)
+            for m in models
+        ]
+        xs = np.linspace(setting.x_low, setting.x_high, cfg.plot_x_points)
+        bands = {f"cb_{m.name}": [] for m in models} | {"cbma": []}
+        for x_new in xs:
+            out = conformal_set_by_model(
+                models, prior, x_tr[:, None], y_tr, np.array([[x_new]]), grid, posteriors=posteriors
+            )
+            sets = {f"cb_{m.name}": out["cb_pvalues"][k] for k, m in enumerate(models)}
+            sets["cbma"] = out["cbma_pvalues"]
+            for method, pv in sets.items():
+                inside = grid[pv > cfg.alpha]
+                bands[method].append((inside.min(), inside.max()) if inside.size else (np.nan,) * 2)
+        ax.scatter(x_tr, y_tr, s=6, color="0.3", label="training data", zorder=3)
+        for method, band in bands.items():
+            band = np.asarray(band)
+            style = {"alpha": 0.35} if method == "cbma" else {"alpha": 0.0}
+            (line,) = ax.plot(
+                xs, band[:, 0], linewidth=1.2, label=LABELS.get(f"{name}/{method}", method)
+            )
+            ax.plot(xs, band[:, 1], linewidth=1.2, color=line.get_color())
+            ax.fill_between(xs, band[:, 0], band[:, 1], color=line.get_color(), **style)
+        ax.set_title(f"{name}: {1 - cfg.alpha:.0%} sets (hull), n = {cfg.n_train}")
+        ax.set_xlabel("x")
+        ax.set_ylabel("y")
+        ax.legend(frameon=False, fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def run(cfg: Config, out_dir: Path) -> Results:
+    """Every setting (with resume), the bands plot, and the per-method results."""
+    unknown = sorted(set(cfg.methods) - set(METHODS))
+    if unknown:
+        raise ValueError(f"unknown methods {unknown}; choose from {list(METHODS)}")
+    settings = active_settings(cfg)
+    if not settings:
+        raise ValueError("no settings configured")
+    per_setting, _ = run_grid(
+        list(settings),
+        cfg.seeds,
+        out_dir,
+        lambda name, seed, run_dir: run_setting(name, settings[name], seed, run_dir, cfg),
+        progress=cfg.runtime.progress,
+    )
+    results: Results = {}
+    for setting_name, metrics in per_setting.items():
+        for key, values in metrics.items():
+            method, metric = key.split(".")
+            results.setdefault(f"{setting_name}/{method}", {})[metric] = values
+    plot_bands(cfg, Path(out_dir) / "prediction_bands.png")
+    return results
+
+
+if __name__ == "__main__":
+    main("conformal_bma")
