@@ -163,7 +163,10 @@ def main(slug: str) -> None:
                 f"papers.{slug}.train runs paper {slug!r}; remove the {arg!r} override"
             )
     register_schema(slug)
-    sys.argv = [sys.argv[0], f"paper={slug}", *(a for a in argv if not a.startswith("paper="))]
+    argv = [a for a in argv if not a.startswith("paper=")]
+    # Hydra's overrides are one contiguous positional group: put paper=<slug> inside it.
+    first = next((i for i, a in enumerate(argv) if "=" in a and not a.startswith("-")), 0)
+    sys.argv = [sys.argv[0], *argv[:first], f"paper={slug}", *argv[first:]]
 
     def task(cfg_dict: DictConfig) -> float | None:
         hydra_cfg = HydraConfig.get()

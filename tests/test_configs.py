@@ -78,3 +78,23 @@ def test_paper_scale_without_data_says_what_to_put_where(tmp_path):
     message = proc.stdout + proc.stderr
     assert str(missing_dir / "MNIST" / "raw") in message and "Nothing is downloaded" in message
     assert not missing_dir.exists()  # nothing was created, let alone downloaded
+
+
+@pytest.mark.smoke
+def test_multirun_sweep_writes_one_folder_per_job(tmp_path):
+    proc = run_cli(
+        [
+            "-m",
+            "papers.adamcb.train",
+            "-m",
+            "scale=smoke",
+            "seeds=[0],[1]",
+            "methods=[adam]",
+            "runtime.progress=false",
+            f"out_root={tmp_path}",
+        ],
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = sorted(p.parent.name for p in tmp_path.rglob("result.json"))
+    assert results == ["methods=[adam],seeds=[0]", "methods=[adam],seeds=[1]"]

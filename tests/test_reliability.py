@@ -47,10 +47,11 @@ def test_killed_run_resumes_to_the_same_result(slug, tmp_path, monkeypatch):
     resumed = _smoke(slug, tmp_path / "interrupted")  # the same command again
     assert resumed["metrics"] == reference["metrics"]
 
-    # The resumed run continued, rather than restarted: no step is logged twice.
+    # The resumed run continued, rather than restarted: no record is logged twice. A record
+    # is identified by its tags (str and int fields: method, seed, step...) and its fields.
     lines = (tmp_path / "interrupted" / "metrics.jsonl").read_text().splitlines()
     keys = Counter(
-        (r.get("method"), r.get("seed"), r["step"], "train/loss" in r)
+        (frozenset(r), tuple(sorted((k, v) for k, v in r.items() if type(v) in (str, int))))
         for r in map(json.loads, lines)
     )
     assert max(keys.values()) == 1

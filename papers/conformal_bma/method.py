@@ -376,7 +376,7 @@ def conformal_set_by_model(
 # Models known only through posterior draws: add-one-in importance sampling (Sec. 3.2)
 # --------------------------------------------------------------------------------------------
 def importance_sampling_log_scores(
-    loglik_train: np.ndarray, loglik_new: np.ndarray
+    loglik_train: np.ndarray, loglik_new: np.ndarray, max_elements: int = 2**24
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Add-one-in CB scores from B posterior draws $\theta^{(b)} \sim \pi(\theta \mid Z_{1:n})$
     (Fong & Holmes; Sec. 3.2, MCMC route).
@@ -389,13 +389,21 @@ def importance_sampling_log_scores(
     Args:
         loglik_train: (B, n) $\log f(Y_i \mid X_i, \theta^{(b)})$.
         loglik_new: (B, G) $\log f(y \mid x_{n+1}, \theta^{(b)})$ for each grid value.
+        max_elements: bound on the (grid chunk, B, n) intermediate, for memory.
 
     Returns:
         ``(L, ess)``: (G, n+1) log scores (last column the test point) and (G,) ESS.
     """
     log_w = loglik_new.T  # (G, B)
     log_norm = logsumexp(log_w, axis=1)  # (G,)
-    train = logsumexp(log_w[:, :, None] + loglik_train[None, :, :], axis=1)  # (G, n)
+    # The (grid, draws, n) intermediate is processed in grid chunks of at most max_elements.
+    chunk = max(1, max_elements // loglik_train.size)
+    train = np.concatenate(
+        [
+            logsumexp(log_w[g : g + chunk, :, None] + loglik_train[None, :, :], axis=1)
+            for g in range(0, log_w.shape[0], chunk)
+        ]
+    )  # (G, n)
     new = logsumexp(2.0 * log_w, axis=1)  # (G,)
     L = np.concatenate([train, new[:, None]], axis=1) - log_norm[:, None]
     ess = np.exp(2.0 * log_norm - new)  # (G,)

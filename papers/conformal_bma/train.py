@@ -31,6 +31,7 @@ from papers.conformal_bma.method import (
 from shared import checkpoint
 from shared.entry import main
 from shared.experiment import RunOutput, run_grid
+from shared.logger import MetricsLogger
 from shared.plotting import plt
 from shared.records import Results
 
@@ -141,7 +142,12 @@ def y_grid(y_train: np.ndarray, cfg: Config) -> np.ndarray:
 
 
 def run_setting(
-    name: str, setting: SettingConfig, seed: int, run_dir: Path, cfg: Config
+    name: str,
+    setting: SettingConfig,
+    seed: int,
+    run_dir: Path,
+    cfg: Config,
+    logger: MetricsLogger | None = None,
 ) -> RunOutput:
     """All replications of one setting; returns per-method coverage and mean set size."""
     models = candidate_specs(setting)
@@ -160,8 +166,10 @@ def run_setting(
     start = 0
     if ckpt_path.exists():
         state = checkpoint.load_checkpoint(ckpt_path)
-        start, records = state["replication"], state["records"]
+        start, records = state["step"], state["records"]
         rng.bit_generator.state = state["rng"]
+    if logger is not None:  # forget records written after the checkpoint we resume from
+        logger.drop_after(start, setting=name, seed=seed)
 
     for rep in tqdm(
         range(start, replications),
@@ -218,9 +226,21 @@ def run_setting(
                 )
                 records["split_conformal/covered"].append(float(abs(y_true - pred) <= half_width))
                 records["split_conformal/size"].append(2.0 * half_width)
+        if logger is not None:
+            logger.log(
+                {
+                    "setting": name,
+                    "seed": seed,
+                    "step": rep + 1,
+                    **{
+                        f"{m}.coverage_so_far": float(np.mean(records[f"{m}/covered"]))
+                        for m in names
+                    },
+                }
+            )
         if (rep + 1) % (setting.checkpoint_every or cfg.checkpoint_every) == 0:
             checkpoint.save_checkpoint(
-                {"replication": rep + 1, "records": records, "rng": rng.bit_generator.state},
+                {"step": rep + 1, "records": records, "rng": rng.bit_generator.state},
                 ckpt_path,
             )
 
@@ -296,11 +316,12 @@ def run(cfg: Config, out_dir: Path) -> Results:
     settings = active_settings(cfg)
     if not settings:
         raise ValueError("no settings configured")
+    logger = MetricsLogger(Path(out_dir) / "metrics.jsonl")
     per_setting, _ = run_grid(
         list(settings),
         cfg.seeds,
         out_dir,
-        lambda name, seed, run_dir: run_setting(name, settings[name], seed, run_dir, cfg),
+        lambda name, seed, run_dir: run_setting(name, settings[name], seed, run_dir, cfg, logger),
         progress=cfg.runtime.progress,
     )
     results: Results = {}
