@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 from scipy.special import logsumexp
-from tqdm.auto import tqdm
 
 from papers.conformal_bma.claims import LABELS
 from papers.conformal_bma.config import Config, SettingConfig
@@ -28,16 +27,15 @@ from papers.conformal_bma.method import (
     log_predictive,
     set_size,
 )
-from shared import checkpoint
 from shared.entry import main
 from shared.experiment import RunOutput, run_grid
 from shared.logger import MetricsLogger
 from shared.plotting import plt
 from shared.records import Results
+from shared.replications import run_replications
 
 HAS_TRAINABLE_PARAMETERS = False  # a statistics paper: nothing is trained
 METHODS = ("cb", "cbma", "cbma_frozen", "bma_credible", "split_conformal")
-CHECKPOINT_NAME = "checkpoint.pt"
 
 
 def active_settings(cfg: Config) -> dict[str, SettingConfig]:
@@ -159,26 +157,12 @@ def run_setting(
     true_idx = next((k for k, m in enumerate(models) if m.name == setting.true_model), None)
     real = None if setting.source == "simulated" else load_real(setting.source, cfg.data_root)
 
-    ckpt_path = Path(run_dir) / CHECKPOINT_NAME
-    rng = np.random.default_rng(seed)
-    records: dict[str, list[float]] = {f"{m}/{k}": [] for m in names for k in ("covered", "size")}
-    records["cbma/true_model_weight"] = []
-    start = 0
-    if ckpt_path.exists():
-        state = checkpoint.load_checkpoint(ckpt_path)
-        start, records = state["step"], state["records"]
-        rng.bit_generator.state = state["rng"]
-    if logger is not None:  # forget records written after the checkpoint we resume from
-        logger.drop_after(start, setting=name, seed=seed)
+    def one_replication(rep: int, rng: np.random.Generator) -> dict[str, list[float]]:
+        records: dict[str, list[float]] = {}
 
-    for rep in tqdm(
-        range(start, replications),
-        initial=start,
-        total=replications,
-        desc=name,
-        leave=False,
-        disable=not cfg.runtime.progress,
-    ):
+        def add(key: str, value: float) -> None:
+            records.setdefault(key, []).append(value)
+
         x_tr, y_tr, x_te, y_te = draw_replication(setting, cfg, rng, real)
         check_inputs(x_tr, y_tr, models, cfg.alpha)
         grid = np.empty(0) if setting.coverage_only else y_grid(y_tr, cfg)
@@ -207,52 +191,46 @@ def run_setting(
                 pvalues["cbma_frozen"] = out["frozen_pvalues"]
             for method, pv in pvalues.items():
                 if method in names:
-                    records[f"{method}/covered"].append(float(pv[-1] > cfg.alpha))
+                    add(f"{method}/covered", float(pv[-1] > cfg.alpha))  # pi(Y_true) > alpha
                     if not setting.coverage_only:
-                        records[f"{method}/size"].append(set_size(pv[:-1], cfg.alpha, step))
+                        add(f"{method}/size", set_size(pv[:-1], cfg.alpha, step))
             if true_idx is not None:
-                records["cbma/true_model_weight"].append(
-                    float(np.exp(out["log_weights"][true_idx, -1]))
-                )
+                add("cbma/true_model_weight", float(np.exp(out["log_weights"][true_idx, -1])))
             if "bma_credible" in names:
                 low, high = bma_credible_interval(
                     posteriors, models, x_new, grid, cfg.alpha, out["frozen_log_weights"]
                 )
-                records["bma_credible/covered"].append(float(low <= y_true <= high))
-                records["bma_credible/size"].append(high - low)
+                add("bma_credible/covered", float(low <= y_true <= high))
+                add("bma_credible/size", high - low)
             if "split_conformal" in names:
-                pred = float(
-                    (ModelSpec("split", cfg.split_conformal_degree).features(x_new) @ coef)[0]
-                )
-                records["split_conformal/covered"].append(float(abs(y_true - pred) <= half_width))
-                records["split_conformal/size"].append(2.0 * half_width)
-        if logger is not None:
-            logger.log(
-                {
-                    "setting": name,
-                    "seed": seed,
-                    "step": rep + 1,
-                    **{
-                        f"{m}.coverage_so_far": float(np.mean(records[f"{m}/covered"]))
-                        for m in names
-                    },
-                }
-            )
-        if (rep + 1) % (setting.checkpoint_every or cfg.checkpoint_every) == 0:
-            checkpoint.save_checkpoint(
-                {"step": rep + 1, "records": records, "rng": rng.bit_generator.state},
-                ckpt_path,
-            )
+                split_features = ModelSpec("split", cfg.split_conformal_degree).features(x_new)
+                pred = float((split_features @ coef)[0])
+                add("split_conformal/covered", float(abs(y_true - pred) <= half_width))
+                add("split_conformal/size", 2.0 * half_width)
+        return records
+
+    records = run_replications(
+        one_replication,
+        replications,
+        seed,
+        run_dir,
+        checkpoint_every=setting.checkpoint_every or cfg.checkpoint_every,
+        logger=logger,
+        tags={"setting": name, "seed": seed},
+        log_keys=tuple(f"{m}/covered" for m in names),
+        progress=cfg.runtime.progress,
+        desc=name,
+    )
 
     metrics = {}
     for method in names:
         metrics[f"{method}.coverage"] = float(np.mean(records[f"{method}/covered"]))
-        if records[f"{method}/size"]:
+        if records.get(f"{method}/size"):
             metrics[f"{method}.length"] = float(np.mean(records[f"{method}/size"]))
         metrics[f"{method}.coverage_error"] = metrics[f"{method}.coverage"] - exact_coverage(
             n_train, cfg.alpha
         )
-    if records["cbma/true_model_weight"]:
+    if records.get("cbma/true_model_weight"):
         metrics["cbma.true_model_weight"] = float(np.mean(records["cbma/true_model_weight"]))
     return RunOutput(metrics=metrics)
 
