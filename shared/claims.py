@@ -173,7 +173,7 @@ class MeanWithin(_MeanBound):
 
     def describe(self) -> str:
         return (
-            f"max over {', '.join(self.methods)} of |mean {self.metric} - {self.target:g}| "
+            f"max over {', '.join(self.methods)} of abs(mean {self.metric} - {self.target:g}) "
             f"<= {self.bound:g}"
         )
 

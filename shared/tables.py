@@ -11,10 +11,18 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     """A GitHub-markdown table, column-aligned so it also reads well in a terminal."""
     widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=True)]
 
+    header = [_escape(c) for c in header]
+    rows = [[_escape(c) for c in row] for row in rows]
+
     def line(cells: list[str]) -> str:
         return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
 
     return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def _escape(cell: object) -> str:
+    """A cell's text with pipes escaped, so it cannot split a markdown column."""
+    return str(cell).replace("|", "\\|")
 
 
 def results_table(

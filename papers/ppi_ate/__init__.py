@@ -1,0 +1,1 @@
+"""PPI-ATE: confidence intervals for average treatment effects from multiple data sets."""

@@ -1,0 +1,67 @@
+"""Typed config of the PPI-ATE experiment (schema for configs/ppi_ate/*.yaml)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from shared.config import ExperimentConfig
+
+
+@dataclass
+class LearnerConfig:
+    """scikit-learn nuisance and CATE learners (see papers/ppi_ate/model.py)."""
+
+    outcome: str = "spline"  # spline | linear | gradient_boosting (per-arm regressions)
+    propensity: str = "logistic"  # logistic | gradient_boosting (unused when D1 is an RCT)
+    cate: str = "t_learner"  # D2 CATE model: t_learner | dr_learner (linear final stage)
+    n_knots: int = 6  # spline: SplineTransformer knots
+    spline_degree: int = 3
+    gb_n_estimators: int = 100  # gradient boosting (sklearn defaults)
+    gb_max_depth: int = 3
+    n_folds: int = 2  # cross-fitting folds for D1's nuisances (and the DR-learner's)
+    propensity_clip: list[float] = field(default_factory=lambda: [0.01, 0.99])
+
+
+@dataclass
+class SettingConfig:
+    """One data-generating setting: D1 (small, unconfounded) and D2 (large, confounded)."""
+
+    generator: str = "closed_form"  # closed_form (the brief's toy DGP) | gp (official DGP)
+    d1_design: str = "rct"  # rct (known P(A=1)) | observational (estimated propensity)
+    rct_propensity: float = 0.5
+    use_known_propensity: bool = True  # RCT: plug in the known value instead of estimating
+    n_d1: int = 200
+    n_d2: int = 4000  # split into halves: CATE training / measure of fit
+    # closed_form: mu0 = 1 + 0.5x + 2u, mu1 = mu0 + 1 + 3 sin(3x) + 2x^2 + u, Y = mu_A + sd eps
+    noise_sd: float = 0.5
+    d1_propensity_slope: float = 0.8  # observational D1: e(x) = sigmoid(slope x)
+    d2_propensity_x: float = 0.5  # D2: e(x, u) = clip(sigmoid(bx x + bu u), clip)
+    d2_propensity_u: float = 2.0
+    d2_propensity_clip: list[float] = field(default_factory=lambda: [0.05, 0.95])
+    # gp (official synthetic DGP, brief Sec. 6): GP outcome surfaces on [-1, 1]^2
+    gp_data_seed: int = 17
+    gp_grid_points: int = 51
+    gp_variance: float = 5.0
+    gp_outcome0_lengthscale: list[float] = field(default_factory=lambda: [1.0, 1.0])
+    gp_outcome0_linear: list[float] = field(default_factory=lambda: [1.0, 1.0])
+    gp_outcome1_lengthscale: list[float] = field(default_factory=lambda: [0.5, 0.5])
+    gp_outcome1_linear: list[float] = field(default_factory=lambda: [5.0, 5.0])
+    gp_selection_lengthscale: list[float] = field(default_factory=lambda: [1.0, 1.0e6])
+    gp_selection_linear: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    gp_treatment_lengthscale: list[float] = field(default_factory=lambda: [1.0e6, 0.5])
+    gp_treatment_linear: list[float] = field(default_factory=lambda: [0.0, 10.0])
+    gp_propensity_clip: list[float] = field(default_factory=lambda: [0.1, 0.9])
+    true_ate_mc_draws: int = 10000  # Monte-Carlo draws for the true ATE (gp)
+
+
+@dataclass
+class Config(ExperimentConfig):
+    # aipw (D1 only), ppi, d2_only; ablation: ppi_fit_on_d1 (measure of fit on D1's own X)
+    methods: list[str] = field(default_factory=lambda: ["aipw", "ppi", "d2_only"])
+    settings: dict[str, SettingConfig | None] = field(default_factory=dict)
+    alpha: float = 0.05
+    replications: int = 300  # independent replications drawn in sequence from one stream
+    aipw_variant: str = "correct"  # correct | official_code (operator-precedence quirk)
+    learners: LearnerConfig = field(default_factory=LearnerConfig)
+    checkpoint_every: int = 50  # replications between checkpoints
+    plot_replications: int = 40  # intervals drawn in the plot

@@ -1,0 +1,42 @@
+"""scikit-learn learners of the PPI-ATE experiment, built from the config by name."""
+
+from __future__ import annotations
+
+from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor
+from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import SplineTransformer
+
+from papers.ppi_ate.config import LearnerConfig
+
+
+def outcome_factory(cfg: LearnerConfig):
+    """Factory of fresh outcome regressions (one per arm and fold)."""
+    if cfg.outcome == "spline":  # the brief's toy learner: cubic splines + least squares
+        return lambda: make_pipeline(
+            SplineTransformer(n_knots=cfg.n_knots, degree=cfg.spline_degree), LinearRegression()
+        )
+    if cfg.outcome == "linear":  # the official code's D1 outcome model
+        return LinearRegression
+    if cfg.outcome == "gradient_boosting":  # the official LinearDRLearner's model_regression
+        return lambda: GradientBoostingRegressor(
+            n_estimators=cfg.gb_n_estimators, max_depth=cfg.gb_max_depth, random_state=0
+        )
+    raise ValueError(f"unknown learners.outcome {cfg.outcome!r}: spline, linear, gradient_boosting")
+
+
+def propensity_factory(cfg: LearnerConfig):
+    """Factory of fresh propensity classifiers."""
+    if cfg.propensity == "logistic":  # the official code's D1 propensity model
+        return LogisticRegression
+    if cfg.propensity == "gradient_boosting":  # the official LinearDRLearner's model_propensity
+        return lambda: GradientBoostingClassifier(
+            n_estimators=cfg.gb_n_estimators, max_depth=cfg.gb_max_depth, random_state=0
+        )
+    raise ValueError(f"unknown learners.propensity {cfg.propensity!r}: logistic, gradient_boosting")
+
+
+def final_stage_factory():
+    """The DR-learner's final stage: linear regression of the pseudo-outcomes on X, as in
+    econml's ``LinearDRLearner`` (the official D2 learner)."""
+    return LinearRegression

@@ -1,0 +1,212 @@
+"""PPI-ATE experiment: ``python -m papers.ppi_ate.train [scale=smoke|toy|paper] [key=value]``.
+
+No training loop: every replication draws D1 and D2, fits the nuisances and the CATE model,
+and computes the D1-only AIPW, PPI and D2-only intervals of the ATE (brief Sec. 3.2-3.3).
+Coverage, mean half-width and bias are aggregated over replications, which are checkpointed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from papers.ppi_ate.claims import LABELS
+from papers.ppi_ate.config import Config, SettingConfig
+from papers.ppi_ate.data import TOY_TRUE_ATE, Dataset, gp_draw, make_gp_world, toy_draw
+from papers.ppi_ate.method import (
+    Interval,
+    aipw_interval,
+    aipw_pseudo_outcomes,
+    check_dataset,
+    cross_fit_nuisances,
+    d2_only_interval,
+    dr_learner,
+    ppi_interval,
+    split_d2,
+    t_learner,
+    z_quantile,
+)
+from papers.ppi_ate.model import final_stage_factory, outcome_factory, propensity_factory
+from shared.entry import main
+from shared.experiment import RunOutput, run_grid
+from shared.logger import MetricsLogger
+from shared.plotting import plt
+from shared.records import Results
+from shared.replications import run_replications
+
+HAS_TRAINABLE_PARAMETERS = False  # a statistics paper: nothing is trained
+METHODS = ("aipw", "ppi", "d2_only", "ppi_fit_on_d1")
+
+
+def intervals(
+    d1: Dataset,
+    d2: Dataset,
+    setting: SettingConfig,
+    cfg: Config,
+    methods: list[str],
+    rng: np.random.Generator,
+) -> dict[str, Interval]:
+    """Every requested interval for one pair of data sets (brief Sec. 3.2 steps 1-7)."""
+    check_dataset("D1", d1.x, d1.a, d1.y)
+    check_dataset("D2", d2.x, d2.a, d2.y)
+    learners = cfg.learners
+    make_regressor = outcome_factory(learners)
+    known = (
+        setting.rct_propensity
+        if (setting.d1_design == "rct" and setting.use_known_propensity)
+        else None
+    )
+    if known is not None and not 0.0 < known < 1.0:
+        raise ValueError(f"D1 propensity must lie strictly in (0, 1), got rct_propensity={known}")
+    make_classifier = None if known is not None else propensity_factory(learners)
+    clip = tuple(learners.propensity_clip)
+
+    # Step 4: AIPW pseudo-outcomes on D1 with cross-fitted nuisances (Sec. 3.4).
+    mu0, mu1, e = cross_fit_nuisances(
+        d1.x, d1.a, d1.y, make_regressor, make_classifier, known, learners.n_folds, clip, rng
+    )
+    phi = aipw_pseudo_outcomes(d1.y, d1.a, mu0, mu1, e, cfg.aipw_variant)  # (n,)
+
+    # Steps 1-2: CATE model on D2's training half; step 3 uses the evaluation half.
+    train, evaluate = split_d2(len(d2.y))
+    check_dataset("D2 (training half)", d2.x[train], d2.a[train], d2.y[train])
+    if learners.cate == "t_learner":
+        f = t_learner(d2.x[train], d2.a[train], d2.y[train], make_regressor)
+    elif learners.cate == "dr_learner":
+        f = dr_learner(
+            d2.x[train],
+            d2.a[train],
+            d2.y[train],
+            make_regressor,
+            propensity_factory(learners),
+            final_stage_factory(),
+            learners.n_folds,
+            clip,
+            rng,
+        )
+    else:
+        raise ValueError(f"unknown learners.cate {learners.cate!r}: t_learner or dr_learner")
+    f_d1, f_d2_eval = f(d1.x), f(d2.x[evaluate])  # (n,), (N_ev,)
+
+    out = {}
+    if "aipw" in methods:
+        out["aipw"] = aipw_interval(phi, cfg.alpha)
+    if "ppi" in methods:
+        out["ppi"] = ppi_interval(phi, f_d1, f_d2_eval, cfg.alpha)  # steps 5-7
+    if "d2_only" in methods:
+        out["d2_only"] = d2_only_interval(f_d2_eval, cfg.alpha)
+    if "ppi_fit_on_d1" in methods:  # ablation: measure of fit on D1's own X (Sec. 3.4)
+        out["ppi_fit_on_d1"] = ppi_interval(phi, f_d1, f_d1, cfg.alpha)
+    return out
+
+
+def run_setting(
+    name: str,
+    setting: SettingConfig,
+    seed: int,
+    run_dir: Path,
+    cfg: Config,
+    logger: MetricsLogger,
+) -> RunOutput:
+    """All replications of one setting: coverage, mean half-width and bias per method."""
+    z_quantile(cfg.alpha)  # validates alpha before any work
+    if setting.generator == "closed_form":
+        true_ate, world = TOY_TRUE_ATE, None
+    elif setting.generator == "gp":
+        world = make_gp_world(setting)
+        true_ate = world.true_ate
+    else:
+        raise ValueError(f"unknown generator {setting.generator!r}: closed_form or gp")
+
+    def one_replication(rep: int, rng: np.random.Generator) -> dict[str, list[float]]:
+        d1, d2 = toy_draw(setting, rng) if world is None else gp_draw(setting, world, rng)
+        records = {}
+        for method, interval in intervals(d1, d2, setting, cfg, cfg.methods, rng).items():
+            records[f"{method}/covered"] = [float(interval.covers(true_ate))]
+            records[f"{method}/half_width"] = [interval.half_width]
+            records[f"{method}/estimate"] = [interval.estimate]
+        return records
+
+    records = run_replications(
+        one_replication,
+        cfg.replications,
+        seed,
+        run_dir,
+        checkpoint_every=cfg.checkpoint_every,
+        logger=logger,
+        tags={"setting": name, "seed": seed},
+        log_keys=tuple(f"{m}/covered" for m in cfg.methods),
+        progress=cfg.runtime.progress,
+        desc=name,
+    )
+    metrics, curves = {"true_ate": true_ate}, {}
+    for method in cfg.methods:
+        estimates = np.asarray(records[f"{method}/estimate"])
+        metrics[f"{method}.coverage"] = float(np.mean(records[f"{method}/covered"]))
+        metrics[f"{method}.half_width"] = float(np.mean(records[f"{method}/half_width"]))
+        metrics[f"{method}.bias"] = float(estimates.mean() - true_ate)
+        keep = slice(0, cfg.plot_replications)
+        curves[f"{method}.estimate"] = estimates[keep].tolist()
+        curves[f"{method}.half_width"] = records[f"{method}/half_width"][keep]
+    return RunOutput(metrics=metrics, curves=curves)
+
+
+def plot_intervals(curves: dict, metrics: dict, cfg: Config, path: Path) -> None:
+    """Estimate ± half-width of the first replications, per setting and method."""
+    names = list(curves)
+    fig, axes = plt.subplots(1, len(names), figsize=(5.6 * len(names), 4.0), dpi=120, squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
+        truth = metrics[name]["true_ate"][0]
+        offsets = np.linspace(-0.25, 0.25, len(cfg.methods))
+        for offset, method in zip(offsets, cfg.methods, strict=True):
+            est = np.asarray(curves[name][f"{method}.estimate"][0])
+            hw = np.asarray(curves[name][f"{method}.half_width"][0])
+            reps = np.arange(est.size) + offset
+            ax.errorbar(
+                reps,
+                est,
+                yerr=hw,
+                fmt="o",
+                markersize=2.5,
+                linewidth=0.9,
+                label=LABELS.get(f"{name}/{method}", method),
+            )
+        ax.axhline(truth, color="black", linewidth=1.0, linestyle="--", label="true ATE")
+        ax.set_title(f"{name}: {1 - cfg.alpha:.0%} intervals, first {est.size} replications")
+        ax.set_xlabel("replication")
+        ax.set_ylabel("ATE")
+        ax.legend(frameon=False, fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def run(cfg: Config, out_dir: Path) -> Results:
+    """Every setting (with resume), the interval plot, and the per-method results."""
+    unknown = sorted(set(cfg.methods) - set(METHODS))
+    if unknown:
+        raise ValueError(f"unknown methods {unknown}; choose from {list(METHODS)}")
+    settings = {name: s for name, s in cfg.settings.items() if s is not None}
+    if not settings:
+        raise ValueError("no settings configured")
+    logger = MetricsLogger(Path(out_dir) / "metrics.jsonl")
+    per_setting, curves = run_grid(
+        list(settings),
+        cfg.seeds,
+        out_dir,
+        lambda name, seed, run_dir: run_setting(name, settings[name], seed, run_dir, cfg, logger),
+        progress=cfg.runtime.progress,
+    )
+    results: Results = {}
+    for name, metrics in per_setting.items():
+        for key, values in metrics.items():
+            if "." in key:
+                method, metric = key.split(".")
+                results.setdefault(f"{name}/{method}", {})[metric] = values
+    plot_intervals(curves, per_setting, cfg, Path(out_dir) / "intervals.png")
+    return results
+
+
+if __name__ == "__main__":
+    main("ppi_ate")
