@@ -9,10 +9,9 @@ from shared.claims import Verdict
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     """A GitHub-markdown table, column-aligned so it also reads well in a terminal."""
-    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=True)]
-
     header = [_escape(c) for c in header]
     rows = [[_escape(c) for c in row] for row in rows]
+    widths = [max(len(c) for c in col) for col in zip(header, *rows, strict=True)]
 
     def line(cells: list[str]) -> str:
         return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
