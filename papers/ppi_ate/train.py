@@ -155,7 +155,7 @@ def run_setting(
 def plot_intervals(curves: dict, metrics: dict, cfg: Config, path: Path) -> None:
     """Estimate ± half-width of the first replications, per setting and method."""
     names = list(curves)
-    fig, axes = plt.subplots(1, len(names), figsize=(5.6 * len(names), 4.0), dpi=120, squeeze=False)
+    fig, axes = plt.subplots(1, len(names), figsize=(5.6 * len(names), 4.6), dpi=120, squeeze=False)
     for ax, name in zip(axes[0], names, strict=True):
         truth = metrics[name]["true_ate"][0]
         offsets = np.linspace(-0.25, 0.25, len(cfg.methods))
@@ -170,15 +170,17 @@ def plot_intervals(curves: dict, metrics: dict, cfg: Config, path: Path) -> None
                 fmt="o",
                 markersize=2.5,
                 linewidth=0.9,
-                label=LABELS.get(f"{name}/{method}", method),
+                label=LABELS.get(f"{name}/{method}", method).split(": ", 1)[-1],
             )
         ax.axhline(truth, color="black", linewidth=1.0, linestyle="--", label="true ATE")
         ax.set_title(f"{name}: {1 - cfg.alpha:.0%} intervals, first {est.size} replications")
         ax.set_xlabel("replication")
         ax.set_ylabel("ATE")
-        ax.legend(frameon=False, fontsize=7)
+        ax.legend(
+            frameon=False, fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.14)
+        )
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
 
 
