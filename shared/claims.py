@@ -21,6 +21,13 @@ from shared.records import Results
 Role = Literal["claim", "negative_control", "diagnostic"]
 
 
+def _mean(values: np.ndarray) -> float:
+    """Mean over the seeds where the metric is defined (NaN marks undefined, e.g. a method
+    that declined to return an answer); NaN when it is defined nowhere."""
+    defined = values[np.isfinite(values)]
+    return float(defined.mean()) if defined.size else float("nan")
+
+
 def _values(results: Results, method: str, metric: str) -> np.ndarray:
     try:
         return np.asarray(results[method][metric], dtype=float)
@@ -40,9 +47,8 @@ class RatioAtMost:
     max_ratio: float
 
     def measure(self, results: Results) -> float:
-        return float(
-            _values(results, self.method, self.metric).mean()
-            / _values(results, self.baseline, self.metric).mean()
+        return _mean(_values(results, self.method, self.metric)) / _mean(
+            _values(results, self.baseline, self.metric)
         )
 
     def holds(self, measured: float) -> bool:
@@ -93,6 +99,11 @@ class PairedWins:
         return float(self.min_wins)
 
 
+def _worst(means: list[float], pick) -> float:
+    """The worst of several means; NaN (a method that never answered) is the worst of all."""
+    return float("nan") if any(np.isnan(means)) else float(pick(means))
+
+
 @dataclass(frozen=True)
 class _MeanBound:
     """Every listed method's mean ``metric`` against ``bound``; measured: the worst mean."""
@@ -109,7 +120,7 @@ class _MeanBound:
         return self.bound
 
     def _means(self, results: Results) -> list[float]:
-        return [float(_values(results, m, self.metric).mean()) for m in self.methods]
+        return [_mean(_values(results, m, self.metric)) for m in self.methods]
 
     def _describe(self, worst: str, relation: str) -> str:
         methods = ", ".join(self.methods)
@@ -121,7 +132,7 @@ class MeanBelow(_MeanBound):
     """Every listed method's mean ``metric`` is strictly below ``bound``."""
 
     def measure(self, results: Results) -> float:
-        return max(self._means(results))
+        return _worst(self._means(results), max)
 
     def holds(self, measured: float) -> bool:
         return measured < self.bound
@@ -135,7 +146,7 @@ class MeanAtMost(_MeanBound):
     """Every listed method's mean ``metric`` is at most ``bound``."""
 
     def measure(self, results: Results) -> float:
-        return max(self._means(results))
+        return _worst(self._means(results), max)
 
     def holds(self, measured: float) -> bool:
         return measured <= self.bound
@@ -149,7 +160,7 @@ class MeanAtLeast(_MeanBound):
     """Every listed method's mean ``metric`` is at least ``bound``."""
 
     def measure(self, results: Results) -> float:
-        return min(self._means(results))
+        return _worst(self._means(results), min)
 
     def holds(self, measured: float) -> bool:
         return measured >= self.bound
@@ -166,7 +177,7 @@ class MeanWithin(_MeanBound):
     target: float = 0.0
 
     def measure(self, results: Results) -> float:
-        return max(abs(m - self.target) for m in self._means(results))
+        return _worst([abs(m - self.target) for m in self._means(results)], max)
 
     def holds(self, measured: float) -> bool:
         return measured <= self.bound
@@ -178,7 +189,37 @@ class MeanWithin(_MeanBound):
         )
 
 
-Comparator = RatioAtMost | PairedWins | MeanBelow | MeanAtMost | MeanAtLeast | MeanWithin
+@dataclass(frozen=True)
+class MarginAtLeast:
+    """mean(metric of ``method``) - mean(metric of ``baseline``) >= ``margin``."""
+
+    metric: str
+    method: str
+    baseline: str
+    margin: float
+
+    def measure(self, results: Results) -> float:
+        return _mean(_values(results, self.method, self.metric)) - _mean(
+            _values(results, self.baseline, self.metric)
+        )
+
+    def holds(self, measured: float) -> bool:
+        return measured >= self.margin
+
+    def describe(self) -> str:
+        return f"mean {self.metric}: {self.method} - {self.baseline} >= {self.margin:g}"
+
+    def methods_needed(self) -> set[str]:
+        return {self.method, self.baseline}
+
+    @property
+    def threshold(self) -> float:
+        return self.margin
+
+
+Comparator = (
+    RatioAtMost | PairedWins | MeanBelow | MeanAtMost | MeanAtLeast | MeanWithin | MarginAtLeast
+)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,8 @@ TRACKED_PACKAGES = (
 
 
 def summarise(results: Results, seeds: list[int]) -> dict[str, dict[str, dict[str, Any]]]:
-    """Per method and metric: mean, std (ddof=0) and the per-seed values keyed by seed."""
+    """Per method and metric: mean, std (ddof=0) over the seeds where it is defined (not NaN),
+    their count, and the per-seed values keyed by seed (None where undefined)."""
     summary: dict[str, dict[str, dict[str, Any]]] = {}
     for method, metrics in results.items():
         summary[method] = {}
@@ -42,10 +43,15 @@ def summarise(results: Results, seeds: list[int]) -> dict[str, dict[str, dict[st
             if len(values) != len(seeds):
                 raise ValueError(f"{method}/{name}: {len(values)} values for {len(seeds)} seeds")
             arr = np.asarray(values, dtype=float)
+            defined = arr[np.isfinite(arr)]  # NaN marks a seed where the metric is undefined
             summary[method][name] = {
-                "mean": float(arr.mean()),
-                "std": float(arr.std()),
-                "per_seed": {str(s): float(v) for s, v in zip(seeds, values, strict=True)},
+                "mean": float(defined.mean()) if defined.size else None,
+                "std": float(defined.std()) if defined.size else None,
+                "n_defined": int(defined.size),
+                "per_seed": {
+                    str(s): (float(v) if np.isfinite(v) else None)
+                    for s, v in zip(seeds, values, strict=True)
+                },
             }
     return summary
 

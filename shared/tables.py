@@ -40,7 +40,9 @@ def results_table(
 
 def mean_std(stats: dict[str, Any] | None) -> str:
     """``mean ± std`` of a summarised metric, or a dash where a method lacks it."""
-    return "-" if stats is None else f"{stats['mean']:.4f} ± {stats['std']:.4f}"
+    if stats is None or stats["mean"] is None:
+        return "-"
+    return f"{stats['mean']:.4f} ± {stats['std']:.4f}"
 
 
 def verdict_table(verdicts: list[Verdict]) -> str:

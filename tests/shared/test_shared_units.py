@@ -8,7 +8,16 @@ import pytest
 import torch
 
 from shared.checkpoint import load_checkpoint, save_checkpoint
-from shared.claims import Claim, MeanBelow, PairedWins, RatioAtMost, all_passed, evaluate
+from shared.claims import (
+    Claim,
+    MarginAtLeast,
+    MeanAtLeast,
+    MeanBelow,
+    PairedWins,
+    RatioAtMost,
+    all_passed,
+    evaluate,
+)
 from shared.config import _run_name
 from shared.logger import MetricsLogger
 from shared.records import summarise
@@ -94,3 +103,21 @@ class _Arbitrary:
 def test_run_name_is_deterministic():
     assert _run_name("") == "default"
     assert _run_name("optim.lr=0.1,seeds=[0]") == "optim.lr=0.1,seeds=[0]"
+
+
+def test_undefined_seeds_are_skipped_not_averaged_as_zero():
+    nan = float("nan")
+    results = {"ours": {"f1": [1.0, nan, 0.5]}, "base": {"f1": [0.25, 0.25, 0.25]}}
+    margin = MarginAtLeast("f1", "ours", "base", 0.5)
+    assert margin.measure(results) == pytest.approx(0.75 - 0.25) and margin.holds(0.5)
+    assert MeanAtLeast("f1", ("ours",), 0.7).measure(results) == pytest.approx(0.75)
+    never = {"ours": {"f1": [nan, nan]}}
+    assert not MeanAtLeast("f1", ("ours",), 0.0).holds(
+        MeanAtLeast("f1", ("ours",), 0.0).measure(never)
+    )
+    summary = summarise(results, seeds=[0, 1, 2])
+    assert summary["ours"]["f1"]["mean"] == pytest.approx(0.75)
+    assert (
+        summary["ours"]["f1"]["n_defined"] == 2 and summary["ours"]["f1"]["per_seed"]["1"] is None
+    )
+    assert summarise(never, seeds=[0, 1])["ours"]["f1"]["mean"] is None

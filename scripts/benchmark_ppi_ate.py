@@ -1,0 +1,111 @@
+"""Time one full PPI-ATE interval computation (papers/ppi_ate): the issue's speed target.
+
+    python scripts/benchmark_ppi_ate.py                      # n_rct = 1000, n_obs = 1e3, 1e4, 1e5
+    python scripts/benchmark_ppi_ate.py --n-rct 1000 --n-obs 1000 10000 100000 --repeats 3
+
+For each n_obs: draw the brief's toy DGP (Sec. 5) with D1 an RCT of ``--n-rct`` rows and D2 an
+observational data set of ``n_obs`` rows, then time ``train.intervals`` with the methods aipw,
+ppi and d2_only and the toy config's learners (cubic-spline outcome regressions, 2-fold
+cross-fitted D1 nuisances, a spline T-learner on D2's training half). The timed call includes
+all nuisance and CATE-model fitting; drawing the data is not timed. The reported figure is the
+median over ``--repeats`` of the wall time, single-threaded BLAS. Target: <= 2 s at
+n_rct = 1000, n_obs = 100000.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Single thread, set before numpy is imported (BLAS reads these once, at load time).
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+from papers.ppi_ate.config import Config, SettingConfig  # noqa: E402
+from papers.ppi_ate.data import toy_draw  # noqa: E402
+from papers.ppi_ate.train import intervals  # noqa: E402
+from shared.config import compose  # noqa: E402
+
+TARGET_S = 2.0  # the issue's budget for one interval computation
+TARGET_N_RCT = 1000  # ... stated for n_rct = 1000
+TARGET_N_OBS = 100_000  # ... and n_obs = 100000
+METHODS = ["aipw", "ppi", "d2_only"]
+COLUMNS = ("n_rct", "n_obs", "seconds", "<= 2 s (n_rct=1000, n_obs=100000)")
+
+
+def time_intervals(
+    cfg: Config, n_rct: int, n_obs: int, d1_design: str, repeats: int, seed: int = 0
+) -> float:
+    """Median over ``repeats`` of the seconds one ``intervals`` call takes (after a warm-up)."""
+    setting = SettingConfig(generator="closed_form", d1_design=d1_design, n_d1=n_rct, n_d2=n_obs)
+    rng = np.random.default_rng(seed)
+    d1, d2 = toy_draw(setting, rng)
+    intervals(d1, d2, setting, cfg, METHODS, rng)  # warm-up (lazy imports, allocator)
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        intervals(d1, d2, setting, cfg, METHODS, rng)
+        seconds.append(time.perf_counter() - start)
+    return float(np.median(seconds))
+
+
+def markdown(rows: list[dict]) -> str:
+    """Rows as a markdown table."""
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for r in rows:
+        target = "—" if r["meets_target"] is None else ("yes" if r["meets_target"] else "no")
+        cells = [str(r["n_rct"]), str(r["n_obs"]), f"{r['seconds']:.3f}", target]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    """Run the benchmark, print a markdown table and return its rows.
+
+    Each row: ``n_rct``, ``n_obs``, ``seconds`` (median wall time of one ``intervals`` call)
+    and ``meets_target`` (bool at n_rct = 1000, n_obs = 100000, else None).
+    """
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n-rct", type=int, default=TARGET_N_RCT, help="rows of D1 (the RCT)")
+    parser.add_argument(
+        "--n-obs", type=int, nargs="+", default=[1000, 10000, 100000], help="rows of D2"
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="timed calls; median reported")
+    parser.add_argument(
+        "--d1-design", choices=("rct", "observational"), default="rct", help="D1's design"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error("--repeats must be >= 1")
+    if args.n_rct < 8 or min(args.n_obs) < 8:
+        parser.error("--n-rct and --n-obs must be >= 8 (both arms in every cross-fitting fold)")
+
+    cfg = compose("ppi_ate", "toy")  # the toy's learners: splines, 2-fold cross-fitting
+    rows = []
+    for n_obs in args.n_obs:
+        seconds = time_intervals(cfg, args.n_rct, n_obs, args.d1_design, args.repeats, args.seed)
+        at_target = args.n_rct == TARGET_N_RCT and n_obs == TARGET_N_OBS
+        rows.append(
+            {
+                "n_rct": args.n_rct,
+                "n_obs": n_obs,
+                "seconds": seconds,
+                "meets_target": seconds <= TARGET_S if at_target else None,
+            }
+        )
+    print(markdown(rows))
+    return rows
+
+
+if __name__ == "__main__":
+    main()
