@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from shared.logger import MetricsLogger
 from shared.records import Results, read_json, write_json
 
 FINAL_NAME = "final.json"
@@ -33,12 +34,14 @@ def run_grid(
     *,
     is_main_process: bool = True,
     progress: bool = True,
+    logger: MetricsLogger | None = None,
 ) -> tuple[Results, Curves]:
     """Run ``train_one(method, seed, run_dir)`` for every pair, skipping finished ones.
 
     Each pair gets ``out_dir/runs/<method>-s<seed>/``; a finished run leaves ``final.json``
     there and is read back instead of retrained, and an interrupted one resumes from the
-    checkpoint its loop left (see :func:`shared.loop.fit`).
+    checkpoint its loop left (see :func:`shared.loop.fit`). With a ``logger``, the final
+    metrics of every newly finished run are logged too.
     """
     if not methods or not seeds:
         raise ValueError("methods and seeds must both be non-empty")
@@ -55,6 +58,8 @@ def run_grid(
             output = train_one(method, seed, run_dir)
             if is_main_process:
                 write_json({"metrics": output.metrics, "curves": output.curves}, final_path)
+            if logger is not None:
+                logger.log({"method": method, "seed": seed, "final": True, **output.metrics})
         for name, value in output.metrics.items():
             results[method].setdefault(name, []).append(float(value))
         for name, values in output.curves.items():

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from shared import checkpoint
+from shared import checkpoint, experiment
 from shared.config import compose_dict
 from shared.entry import execute
 
@@ -31,18 +31,26 @@ def test_same_seed_same_metrics(slug, tmp_path):
 def test_killed_run_resumes_to_the_same_result(slug, tmp_path, monkeypatch):
     reference = _smoke(slug, tmp_path / "uninterrupted")
 
-    real_save = checkpoint.save_checkpoint
+    # Progress is persisted by a loop checkpoint or by a finished (method, seed) record;
+    # the job is killed right after the first of either reaches the disk.
+    real_save, real_record = checkpoint.save_checkpoint, experiment.write_json
+    saves = []
 
-    def save_then_die(state, path):
-        real_save(state, path)
-        raise Preempted(f"killed after saving step {state['step']}")
+    def save_then_die(real):
+        def wrapped(state, path):
+            real(state, path)
+            saves.append(path)
+            raise Preempted(f"killed after writing {path}")
 
-    monkeypatch.setattr(checkpoint, "save_checkpoint", save_then_die)
+        return wrapped
+
+    monkeypatch.setattr(checkpoint, "save_checkpoint", save_then_die(real_save))
+    monkeypatch.setattr(experiment, "write_json", save_then_die(real_record))
     with pytest.raises(Preempted):
         _smoke(slug, tmp_path / "interrupted")
     monkeypatch.setattr(checkpoint, "save_checkpoint", real_save)
-    saved = list((tmp_path / "interrupted").rglob("checkpoint.pt"))
-    assert len(saved) == 1
+    monkeypatch.setattr(experiment, "write_json", real_record)
+    assert len(saves) == 1 and saves[0].exists()
 
     resumed = _smoke(slug, tmp_path / "interrupted")  # the same command again
     assert resumed["metrics"] == reference["metrics"]
