@@ -56,6 +56,18 @@ def summarise(results: Results, seeds: list[int]) -> dict[str, dict[str, dict[st
     return summary
 
 
+def by_setting(per_setting: Results) -> Results:
+    """Flatten a grid run over settings (or graphs) whose metrics are named ``method.metric``
+    into results keyed ``setting/method`` (metrics without a method prefix are dropped)."""
+    results: Results = {}
+    for setting, metrics in per_setting.items():
+        for key, values in metrics.items():
+            if "." in key:
+                method, metric = key.split(".", 1)
+                results.setdefault(f"{setting}/{method}", {})[metric] = values
+    return results
+
+
 def git_commit() -> str | None:
     """The repository's HEAD commit (with ``-dirty`` if the tree has changes), if known."""
     try:

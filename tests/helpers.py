@@ -23,3 +23,25 @@ def run_cli(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.Comp
         text=True,
         timeout=timeout,
     )
+
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def load_script(name: str):
+    """Import ``scripts/<name>.py`` as a module without leaking the thread variables the
+    benchmark scripts set at import into later tests' subprocesses."""
+    import importlib.util
+
+    saved = {var: os.environ.get(var) for var in THREAD_VARIABLES}
+    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        for var, value in saved.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
+    return module

@@ -31,7 +31,7 @@ from shared.entry import main
 from shared.experiment import RunOutput, run_grid
 from shared.logger import MetricsLogger
 from shared.plotting import plt
-from shared.records import Results
+from shared.records import Results, by_setting
 from shared.replications import run_replications
 
 HAS_TRAINABLE_PARAMETERS = False  # a statistics paper: nothing is trained
@@ -302,11 +302,7 @@ def run(cfg: Config, out_dir: Path) -> Results:
         lambda name, seed, run_dir: run_setting(name, settings[name], seed, run_dir, cfg, logger),
         progress=cfg.runtime.progress,
     )
-    results: Results = {}
-    for setting_name, metrics in per_setting.items():
-        for key, values in metrics.items():
-            method, metric = key.split(".")
-            results.setdefault(f"{setting_name}/{method}", {})[metric] = values
+    results = by_setting(per_setting)
     plot_bands(cfg, Path(out_dir) / "prediction_bands.png")
     return results
 

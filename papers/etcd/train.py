@@ -15,9 +15,11 @@ from __future__ import annotations
 import os
 
 # One BLAS thread: the many small HSIC products are ~10x slower with thread contention
-# (brief Sec. 3.4). Must precede numpy's first import in this process.
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+# (brief Sec. 3.4). Only when run as the entry point (an importer keeps its environment), and
+# before numpy's first import in this process.
+if __name__ == "__main__":
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 
 from pathlib import Path  # noqa: E402
 
@@ -45,7 +47,7 @@ from shared.entry import main  # noqa: E402
 from shared.experiment import RunOutput, run_grid  # noqa: E402
 from shared.logger import MetricsLogger  # noqa: E402
 from shared.plotting import plt  # noqa: E402
-from shared.records import Results  # noqa: E402
+from shared.records import Results, by_setting  # noqa: E402
 
 HAS_TRAINABLE_PARAMETERS = False  # causal discovery: nothing is trained
 METHODS = ("etcd", "etcd_no_error", "direct_lingam", "gin")
@@ -211,11 +213,7 @@ def run(cfg: Config, out_dir: Path) -> Results:
         progress=cfg.runtime.progress,
         logger=MetricsLogger(Path(out_dir) / "metrics.jsonl"),
     )
-    results: Results = {}
-    for name, metrics in per_graph.items():
-        for key, values in metrics.items():
-            method, metric = key.split(".")
-            results.setdefault(f"{name}/{method}", {})[metric] = values
+    results = by_setting(per_graph)
     if "case4" in cfg.graphs:
         draw_graphs(cfg, Path(out_dir) / "graphs.png")
     return results

@@ -4,9 +4,7 @@ speed target (scripts/benchmark_conformal_bma.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +26,7 @@ from papers.conformal_bma.method import (
     set_size,
     student_t_logpdf,
 )
+from tests.helpers import load_script
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PRIOR = NIGPrior()  # toy prior of the brief: g = 100, a0 = b0 = 1
@@ -380,19 +379,7 @@ def test_frozen_ablation_differs_and_cbma_weights_are_augmented_posteriors():
 
 @pytest.mark.smoke
 def test_benchmark_meets_speed_target():
-    thread_vars = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-    saved = {var: os.environ.get(var) for var in thread_vars}
-    path = REPO_ROOT / "scripts" / "benchmark_conformal_bma.py"
-    spec = importlib.util.spec_from_file_location("benchmark_conformal_bma", path)
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)  # sets the thread variables; numpy is already loaded
-    finally:  # do not leak them into later tests' subprocesses
-        for var, value in saved.items():
-            if value is None:
-                os.environ.pop(var, None)
-            else:
-                os.environ[var] = value
+    module = load_script("benchmark_conformal_bma")
     rows = module.main(["--n", "1000", "--grid", "400", "--models", "3", "--repeats", "5"])
     assert len(rows) == 1 and rows[0]["n"] == 1000
     assert rows[0]["ms"] <= module.TARGET_MS, rows[0]

@@ -9,8 +9,6 @@ graph fires it in seeds 0-9.
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +35,7 @@ from papers.etcd.method import (
     stage2,
     to_networkx,
 )
+from tests.helpers import load_script
 
 N = 2000
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -356,19 +355,7 @@ def test_to_networkx_marks_latents_and_keeps_weights():
 # ---------------------------------------------------------------------- speed (benchmark)
 @pytest.mark.slow
 def test_benchmark_growth_and_case4_speed_target():
-    thread_vars = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-    saved = {var: os.environ.get(var) for var in thread_vars}
-    path = REPO_ROOT / "scripts" / "benchmark_etcd.py"
-    spec = importlib.util.spec_from_file_location("benchmark_etcd", path)
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)  # sets the thread variables; numpy is already loaded
-    finally:  # do not leak them into later tests' subprocesses
-        for var, value in saved.items():
-            if value is None:
-                os.environ.pop(var, None)
-            else:
-                os.environ[var] = value
+    module = load_script("benchmark_etcd")
     rows, exponent = module.main(["--latents", "2", "3", "4", "5", "--seeds", "1", "--no-case4"])
     assert len(rows) == 4 and len({r["p"] for r in rows}) >= 3
     assert 0.0 < exponent < 4.5  # polynomial: O(p^3) tests in the worst case

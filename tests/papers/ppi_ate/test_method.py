@@ -6,8 +6,6 @@ measure-of-fit-on-D1 collapse, the data generators, determinism, and the speed t
 from __future__ import annotations
 
 import copy
-import importlib.util
-import os
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +36,7 @@ from papers.ppi_ate.method import (
 from papers.ppi_ate.model import outcome_factory
 from papers.ppi_ate.train import intervals
 from shared.config import compose
+from tests.helpers import load_script
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 THETA = 5.0 / 3.0  # E_X[1 + 3 sin(3X) + 2X^2], X ~ U[-1, 1] (brief Sec. 5)
@@ -520,19 +519,7 @@ def test_intervals_accept_a_dataset_built_by_hand(toy_cfg):
 
 @pytest.mark.smoke
 def test_benchmark_meets_speed_target():
-    thread_vars = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-    saved = {var: os.environ.get(var) for var in thread_vars}
-    path = REPO_ROOT / "scripts" / "benchmark_ppi_ate.py"
-    spec = importlib.util.spec_from_file_location("benchmark_ppi_ate", path)
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)  # sets the thread variables; numpy is already loaded
-    finally:  # do not leak them into later tests' subprocesses
-        for var, value in saved.items():
-            if value is None:
-                os.environ.pop(var, None)
-            else:
-                os.environ[var] = value
+    module = load_script("benchmark_ppi_ate")
     rows = module.main(["--n-rct", "1000", "--n-obs", "100000", "--repeats", "3"])
     assert len(rows) == 1 and rows[0]["n_rct"] == 1000 and rows[0]["n_obs"] == 100_000
     assert rows[0]["seconds"] <= module.TARGET_S, rows[0]
