@@ -39,22 +39,31 @@ def _values(results: Results, method: str, metric: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class RatioAtMost:
-    """mean(metric of ``method``) / mean(metric of ``baseline``) <= ``max_ratio``."""
+    """mean(metric of ``method``) / mean(metric of ``baseline``) <= ``max_ratio``; with
+    ``every_seed``, the ratio is taken per seed (paired) and the worst seed must pass."""
 
     metric: str
     method: str
     baseline: str
     max_ratio: float
+    every_seed: bool = False
 
     def measure(self, results: Results) -> float:
-        return _mean(_values(results, self.method, self.metric)) / _mean(
-            _values(results, self.baseline, self.metric)
-        )
+        ours = _values(results, self.method, self.metric)
+        theirs = _values(results, self.baseline, self.metric)
+        if self.every_seed:
+            return _worst(list(ours / theirs), max)
+        return _mean(ours) / _mean(theirs)
 
     def holds(self, measured: float) -> bool:
         return measured <= self.max_ratio
 
     def describe(self) -> str:
+        if self.every_seed:
+            return (
+                f"{self.metric}: {self.method} / {self.baseline} <= {self.max_ratio:g} "
+                "on every seed"
+            )
         return f"mean {self.metric}: {self.method} / {self.baseline} <= {self.max_ratio:g}"
 
     def methods_needed(self) -> set[str]:
@@ -111,6 +120,7 @@ class _MeanBound:
     metric: str
     methods: tuple[str, ...]
     bound: float
+    every_seed: bool = False  # bound every seed's value instead of each method's mean
 
     def methods_needed(self) -> set[str]:
         return set(self.methods)
@@ -120,11 +130,14 @@ class _MeanBound:
         return self.bound
 
     def _means(self, results: Results) -> list[float]:
+        if self.every_seed:
+            return [float(v) for m in self.methods for v in _values(results, m, self.metric)]
         return [_mean(_values(results, m, self.metric)) for m in self.methods]
 
     def _describe(self, worst: str, relation: str) -> str:
         methods = ", ".join(self.methods)
-        return f"{worst} over {methods} of mean {self.metric} {relation} {self.bound:g}"
+        what = f"every seed's {self.metric}" if self.every_seed else f"mean {self.metric}"
+        return f"{worst} over {methods} of {what} {relation} {self.bound:g}"
 
 
 @dataclass(frozen=True)

@@ -142,17 +142,21 @@ def fit(
     return history
 
 
-def param_fingerprints(model: torch.nn.Module) -> dict[str, list[float]]:
-    """(sum, sum of squares) in float64 of every trainable parameter.
+def tensor_fingerprints(tensors: dict[str, torch.Tensor]) -> dict[str, list[float]]:
+    """(sum, sum of squares) in float64 of each tensor.
 
-    Stored in checkpoints so a test can tell that training changed each trainable parameter
-    without keeping a copy of the initial weights.
+    Stored in checkpoints so a test can tell that training changed each trainable tensor
+    without keeping a copy of the initial values.
     """
     return {
-        name: [p.detach().double().sum().item(), p.detach().double().square().sum().item()]
-        for name, p in model.named_parameters()
-        if p.requires_grad
+        name: [t.detach().double().sum().item(), t.detach().double().square().sum().item()]
+        for name, t in tensors.items()
     }
+
+
+def param_fingerprints(model: torch.nn.Module) -> dict[str, list[float]]:
+    """:func:`tensor_fingerprints` of every trainable parameter of ``model``."""
+    return tensor_fingerprints({n: p for n, p in model.named_parameters() if p.requires_grad})
 
 
 def _evaluate(

@@ -1,0 +1,64 @@
+"""Typed config of the qNBO experiment (schema for configs/qnbo/*.yaml)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from shared.config import ExperimentConfig
+
+
+@dataclass
+class BudgetConfig:
+    """Per-method budgets of one toy (brief Sec. 3.5, 5)."""
+
+    qnbo_P: int = 3  # Subroutine A warm-up GD steps
+    qnbo_T: int = 10  # Subroutine A qN steps
+    qnbo_Q: int = 10  # Subroutine B qN iterations (the ablation sets it to 0)
+    aid_T: int = 13  # AID-BIO / AmIGO-CG lower-level GD steps
+    aid_N: int = 10  # Richardson or CG steps on the linear system
+    alpha: float | None = None  # upper-level step; None: the toy's closed-form choice
+    outer_steps: int = 200  # K
+    report_at: int = 50  # k at which the intermediate metric is read
+
+
+@dataclass
+class QuadraticConfig:
+    d_y: int = 50
+    d_x: int = 20
+    condition: float = 100.0  # kappa of A (eigenvalues log-spaced in [1, kappa])
+    target_sd: float = 3.0  # y_tgt ~ N(0, 9)
+    rho: float = 0.1
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+
+
+@dataclass
+class HyperCleaningConfig:
+    n_train: int = 1000
+    n_val: int = 300  # the rest of the 1797 digits is the test set
+    corruption: float = 0.5  # fraction of training labels replaced by random classes
+    mu: float = 1e-2  # ridge weight of the lower level
+    budget: BudgetConfig = field(
+        default_factory=lambda: BudgetConfig(
+            qnbo_P=5,
+            qnbo_T=10,
+            qnbo_Q=10,
+            aid_T=15,
+            aid_N=10,
+            alpha=100.0,
+            outer_steps=90,
+            report_at=30,
+        )
+    )
+
+
+@dataclass
+class Config(ExperimentConfig):
+    # qnbo, qnbo_q0 (ablation: Q = 0), aid_bio (Richardson), amigo_cg (conjugate gradients)
+    methods: list[str] = field(default_factory=lambda: ["qnbo", "qnbo_q0", "aid_bio", "amigo_cg"])
+    toys: list[str] = field(default_factory=lambda: ["quadratic", "hyper_cleaning"])
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    kind: str = "bfgs"  # quasi-Newton variant: bfgs | sr1
+    curvature: str = "finite_difference"  # Subroutine B's Hessian products: or autograd
+    gamma: float = 1.0  # qN step
+    quadratic: QuadraticConfig = field(default_factory=QuadraticConfig)
+    hyper_cleaning: HyperCleaningConfig = field(default_factory=HyperCleaningConfig)

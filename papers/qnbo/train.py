@@ -1,0 +1,198 @@
+"""qNBO experiment: ``python -m papers.qnbo.train [scale=smoke|toy|paper] [key=value ...]``.
+
+Bilevel methods keep their own outer loop (brief Sec. 3.2): every (toy, seed) runs qNBO, its
+ablation without Subroutine B, AID-BIO and AmIGO-CG from the same start, records the
+objective (the optimality gap on the quadratic, the validation cross-entropy on
+hyper-cleaning) and wall time per outer iteration, and plots both against iterations and
+against time. Wall times are curves, not metrics: they differ between identical runs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from papers.qnbo.claims import LABELS
+from papers.qnbo.config import BudgetConfig, Config
+from papers.qnbo.data import DTYPE, make_hyper_cleaning, make_quadratic
+from papers.qnbo.method import AIDSettings, Bilevel, QNBOSettings, State, aid_step, qnbo_step
+from shared import checkpoint
+from shared.entry import main
+from shared.experiment import RunOutput, run_grid
+from shared.logger import MetricsLogger
+from shared.loop import tensor_fingerprints
+from shared.plotting import plt
+from shared.records import Results, by_setting
+
+METHODS = ("qnbo", "qnbo_q0", "aid_bio", "amigo_cg")
+TOYS = ("quadratic", "hyper_cleaning")
+
+
+def steppers(
+    cfg: Config, budget: BudgetConfig, beta: float, alpha: float
+) -> dict[str, Callable[[Bilevel, State], State]]:
+    """One outer-iteration function per method, with matched warm starts."""
+    qnbo = QNBOSettings(
+        P=budget.qnbo_P,
+        T=budget.qnbo_T,
+        Q=budget.qnbo_Q,
+        beta=beta,
+        gamma=cfg.gamma,
+        alpha=alpha,
+        kind=cfg.kind,
+        curvature=cfg.curvature,
+    )
+    ablation = QNBOSettings(**{**qnbo.__dict__, "Q": 0})
+    aid = AIDSettings(T=budget.aid_T, N=budget.aid_N, beta=beta, alpha=alpha, solver="richardson")
+    amigo = AIDSettings(T=budget.aid_T, N=budget.aid_N, beta=beta, alpha=alpha, solver="cg")
+    return {
+        "qnbo": lambda p, s: qnbo_step(p, s, qnbo),
+        "qnbo_q0": lambda p, s: qnbo_step(p, s, ablation),
+        "aid_bio": lambda p, s: aid_step(p, s, aid),
+        "amigo_cg": lambda p, s: aid_step(p, s, amigo),
+    }
+
+
+def optimise(
+    step: Callable[[Bilevel, State], State],
+    problem: Bilevel,
+    state: State,
+    outer_steps: int,
+    objective: Callable[[State], float],
+) -> tuple[list[float], list[float], State]:
+    """K outer iterations; the objective after each (index 0 = the start) and the cumulative
+    wall time."""
+    values, seconds, elapsed = [objective(state)], [0.0], 0.0
+    for _ in range(outer_steps):
+        start = time.perf_counter()
+        state = step(problem, state)
+        elapsed += time.perf_counter() - start
+        if not all(bool(torch.isfinite(t).all()) for t in (state.x, state.y)):
+            raise FloatingPointError("a NaN or inf reached the iterate")
+        values.append(objective(state))
+        seconds.append(elapsed)
+    return values, seconds, state
+
+
+def run_toy(toy: str, seed: int, cfg: Config, run_dir: Path | None = None) -> RunOutput:
+    """All methods on one toy instance. With ``run_dir``, each method's final iterate is
+    saved (``<method>/checkpoint.pt``) with the fingerprints of its start, so a test can tell
+    that the upper- and lower-level variables were trained."""
+    metrics: dict[str, float] = {}
+    curves: dict[str, list[float]] = {}
+    if toy == "quadratic":
+        q = cfg.quadratic
+        quad = make_quadratic(seed, q.d_y, q.d_x, q.condition, q.target_sd, q.rho)
+        budget, phi_star = q.budget, quad.phi(quad.x_star())
+        alpha = quad.upper_step() if budget.alpha is None else budget.alpha
+        x0, y0 = torch.zeros(q.d_x, dtype=DTYPE), torch.zeros(q.d_y, dtype=DTYPE)
+        gap0 = quad.phi(x0) - phi_star
+        make_problem, beta = quad.bilevel, quad.lower_step()
+
+        def objective(state: State) -> float:
+            return quad.phi(state.x) - phi_star  # optimality gap
+    elif toy == "hyper_cleaning":
+        h = cfg.hyper_cleaning
+        data = make_hyper_cleaning(seed, h.n_train, h.n_val, h.corruption, h.mu)
+        budget, beta = h.budget, data.lower_step()
+        alpha = budget.alpha if budget.alpha is not None else 1.0
+        x0 = torch.zeros(h.n_train, dtype=DTYPE)
+        y0 = torch.zeros(data.a_train.shape[1] * data.n_classes, dtype=DTYPE)
+        make_problem = data.bilevel
+
+        def objective(state: State) -> float:
+            return data.validation_ce(state.y)
+    else:
+        raise ValueError(f"unknown toy {toy!r}; choose from {list(TOYS)}")
+
+    runners = steppers(cfg, budget, beta, alpha)
+    for method in cfg.methods:
+        problem = make_problem()
+        values, seconds, final = optimise(
+            runners[method],
+            problem,
+            State(x0.clone(), y0.clone()),
+            budget.outer_steps,
+            objective,
+        )
+        curves[f"{method}.objective"], curves[f"{method}.seconds"] = values, seconds
+        if run_dir is not None:
+            start_vars = {"x": x0, "y": y0}
+            checkpoint.save_checkpoint(
+                {
+                    "step": budget.outer_steps,
+                    "model": {"x": final.x, "y": final.y},
+                    "initial_fingerprints": tensor_fingerprints(start_vars),
+                },
+                Path(run_dir) / method / "checkpoint.pt",
+            )
+        name = "gap" if toy == "quadratic" else "val_ce"
+        metrics[f"{method}.{name}_at_report"] = values[budget.report_at]
+        metrics[f"{method}.{name}_final"] = values[-1]
+        metrics[f"{method}.skipped_pairs"] = float(final.skipped_pairs)
+        metrics[f"{method}.lower_gradients"] = float(problem.counts.grad_y_f)
+        metrics[f"{method}.hvps"] = float(problem.counts.hvp)
+        if toy == "quadratic":
+            metrics[f"{method}.rel_gap_final"] = values[-1] / gap0
+        else:
+            metrics[f"{method}.test_acc"] = data.test_accuracy(final.y)
+    return RunOutput(metrics=metrics, curves=curves)
+
+
+def plot(curves: dict, cfg: Config, path: Path) -> None:
+    """Objective vs outer iteration and vs wall time, mean over seeds, per toy."""
+    fig, axes = plt.subplots(
+        len(curves), 2, figsize=(11, 4.0 * len(curves)), dpi=120, squeeze=False
+    )
+    for row, (toy, by_key) in enumerate(curves.items()):
+        ylabel = "optimality gap" if toy == "quadratic" else "validation cross-entropy"
+        for method in cfg.methods:
+            values = np.asarray(by_key[f"{method}.objective"])  # (S, K+1)
+            seconds = np.asarray(by_key[f"{method}.seconds"]).mean(axis=0)
+            label = LABELS.get(f"{toy}/{method}", method).split(": ", 1)[-1]
+            mean = values.mean(axis=0)
+            axes[row, 0].plot(np.arange(mean.size), mean, label=label)
+            axes[row, 1].plot(seconds, mean, label=label)
+        for col, xlabel in enumerate(("outer iteration", "wall time (s)")):
+            ax = axes[row, col]
+            ax.set_yscale("log" if toy == "quadratic" else "linear")
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(ylabel)
+            ax.set_title(f"{toy}, mean over seeds {list(cfg.seeds)}")
+            ax.grid(alpha=0.3)
+            ax.legend(frameon=False, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def run(cfg: Config, out_dir: Path) -> Results:
+    """Every (toy, seed), the convergence plots, the per-method results and a timing table."""
+    unknown = sorted(set(cfg.methods) - set(METHODS)) + sorted(set(cfg.toys) - set(TOYS))
+    if unknown:
+        raise ValueError(f"unknown methods or toys {unknown}; methods {METHODS}, toys {TOYS}")
+    per_toy, curves = run_grid(
+        cfg.toys,
+        cfg.seeds,
+        out_dir,
+        lambda toy, seed, run_dir: run_toy(toy, seed, cfg, run_dir),
+        progress=cfg.runtime.progress,
+        logger=MetricsLogger(Path(out_dir) / "metrics.jsonl"),
+    )
+    plot(curves, cfg, Path(out_dir) / "convergence.png")
+    print("\nwall time per outer iteration (ms, mean over seeds):")
+    for toy, by_key in curves.items():
+        times = {
+            m: 1e3 * np.mean([s[-1] / (len(s) - 1) for s in by_key[f"{m}.seconds"]])
+            for m in cfg.methods
+        }
+        print(f"  {toy}: " + ", ".join(f"{m} {t:.2f}" for m, t in times.items()))
+    return by_setting(per_toy)
+
+
+if __name__ == "__main__":
+    main("qnbo")
