@@ -33,15 +33,23 @@ def load_result(slug: str) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+SUMMARY_CLAIMS = 3  # claim values shown in the top-level table (all are in the paper README)
+
+
 def _claim_summary(result: dict) -> str:
-    parts = []
-    for c in result["claims"]:
-        if c["role"] == "claim":
-            mark = "pass" if c["passed"] else "FAIL"
-            parts.append(f"{c['name']}: {c['measured']:.3g} ({mark})")
-        elif c["role"] == "diagnostic":
-            parts.append(f"diagnostic, {c['name']}: {c['measured']:.3g}")
-    return "; ".join(parts)
+    """``k/n claims pass`` and the first few claims' measured values, plus diagnostics."""
+    claims = [c for c in result["claims"] if c["role"] == "claim"]
+    passed = sum(c["passed"] for c in claims)
+    shown = [f"{c['name']}: {c['measured']:.3g}" for c in claims[:SUMMARY_CLAIMS]]
+    more = ["..."] if len(claims) > SUMMARY_CLAIMS else []
+    diagnostics = [
+        f"diagnostic, {c['name']}: {c['measured']:.3g}"
+        for c in result["claims"]
+        if c["role"] == "diagnostic"
+    ]
+    return f"{passed}/{len(claims)} claims pass ({'; '.join(shown + more)})" + "".join(
+        f"; {d}" for d in diagnostics
+    )
 
 
 def papers_table() -> str:

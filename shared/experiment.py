@@ -22,6 +22,13 @@ class RunOutput:
     curves: dict[str, list[float]] = field(default_factory=dict)
 
 
+def check_names(kind: str, requested: list[str], known) -> None:
+    """Fail before any work when a config names an unknown method (or graph, toy...)."""
+    unknown = sorted(set(requested) - set(known))
+    if unknown:
+        raise ValueError(f"unknown {kind} {unknown}; choose from {sorted(known)}")
+
+
 # method -> curve name -> one list per seed
 Curves = dict[str, dict[str, list[list[float]]]]
 

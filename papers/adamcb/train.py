@@ -35,7 +35,7 @@ from papers.adamcb.method import (
 from papers.adamcb.model import build_model
 from papers.adamcb.optimizers import AdamFamily
 from shared.entry import main
-from shared.experiment import RunOutput, run_grid
+from shared.experiment import RunOutput, check_names, run_grid
 from shared.logger import MetricsLogger
 from shared.loop import fit
 from shared.plotting import plot_curves
@@ -228,9 +228,7 @@ def train_one(
 
 def run(cfg: Config, out_dir: Path) -> Results:
     """Run every (method, seed) of ``cfg``, plot the curves, return the per-seed metrics."""
-    unknown = sorted(set(cfg.methods) - set(METHODS))
-    if unknown:
-        raise ValueError(f"unknown methods {unknown}; choose from {sorted(METHODS)}")
+    check_names("methods", cfg.methods, METHODS)
     data = load_data(cfg)
     accelerator = make_accelerator(cfg.runtime)
     logger = MetricsLogger(

@@ -28,7 +28,7 @@ from papers.conformal_bma.method import (
     set_size,
 )
 from shared.entry import main
-from shared.experiment import RunOutput, run_grid
+from shared.experiment import RunOutput, check_names, run_grid
 from shared.logger import MetricsLogger
 from shared.plotting import plt
 from shared.records import Results, by_setting
@@ -288,9 +288,7 @@ def plot_bands(cfg: Config, path: Path) -> None:
 
 def run(cfg: Config, out_dir: Path) -> Results:
     """Every setting (with resume), the bands plot, and the per-method results."""
-    unknown = sorted(set(cfg.methods) - set(METHODS))
-    if unknown:
-        raise ValueError(f"unknown methods {unknown}; choose from {list(METHODS)}")
+    check_names("methods", cfg.methods, METHODS)
     settings = active_settings(cfg)
     if not settings:
         raise ValueError("no settings configured")

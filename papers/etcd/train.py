@@ -44,7 +44,7 @@ from papers.etcd.method import (  # noqa: E402
     to_networkx,
 )
 from shared.entry import main  # noqa: E402
-from shared.experiment import RunOutput, run_grid  # noqa: E402
+from shared.experiment import RunOutput, check_names, run_grid  # noqa: E402
 from shared.logger import MetricsLogger  # noqa: E402
 from shared.plotting import plt  # noqa: E402
 from shared.records import Results, by_setting  # noqa: E402
@@ -202,9 +202,8 @@ def draw_graphs(cfg: Config, path: Path) -> None:
 
 def run(cfg: Config, out_dir: Path) -> Results:
     """Every (graph, seed), the graph drawing, and the per-method results."""
-    unknown = sorted(set(cfg.methods) - set(METHODS))
-    if unknown:
-        raise ValueError(f"unknown methods {unknown}; choose from {list(METHODS)}")
+    check_names("methods", cfg.methods, METHODS)
+    check_names("graphs", cfg.graphs, GRAPHS)
     per_graph, _ = run_grid(
         cfg.graphs,
         cfg.seeds,

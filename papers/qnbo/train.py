@@ -22,7 +22,7 @@ from papers.qnbo.data import DTYPE, make_hyper_cleaning, make_quadratic
 from papers.qnbo.method import AIDSettings, Bilevel, QNBOSettings, State, aid_step, qnbo_step
 from shared import checkpoint
 from shared.entry import main
-from shared.experiment import RunOutput, run_grid
+from shared.experiment import RunOutput, check_names, run_grid
 from shared.logger import MetricsLogger
 from shared.loop import tensor_fingerprints
 from shared.plotting import plt
@@ -172,9 +172,8 @@ def plot(curves: dict, cfg: Config, path: Path) -> None:
 
 def run(cfg: Config, out_dir: Path) -> Results:
     """Every (toy, seed), the convergence plots, the per-method results and a timing table."""
-    unknown = sorted(set(cfg.methods) - set(METHODS)) + sorted(set(cfg.toys) - set(TOYS))
-    if unknown:
-        raise ValueError(f"unknown methods or toys {unknown}; methods {METHODS}, toys {TOYS}")
+    check_names("methods", cfg.methods, METHODS)
+    check_names("toys", cfg.toys, TOYS)
     per_toy, curves = run_grid(
         cfg.toys,
         cfg.seeds,
