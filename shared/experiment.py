@@ -29,6 +29,15 @@ def check_names(kind: str, requested: list[str], known) -> None:
         raise ValueError(f"unknown {kind} {unknown}; choose from {sorted(known)}")
 
 
+def enabled_settings(settings: dict) -> dict:
+    """A name -> setting mapping without the settings disabled with ``null`` (a config that
+    inherits settings from another file switches them off that way); refuses an empty one."""
+    enabled = {name: s for name, s in settings.items() if s is not None}
+    if not enabled:
+        raise ValueError("no settings configured (all are missing or null)")
+    return enabled
+
+
 # method -> curve name -> one list per seed
 Curves = dict[str, dict[str, list[list[float]]]]
 

@@ -28,7 +28,7 @@ from papers.conformal_bma.method import (
     set_size,
 )
 from shared.entry import main
-from shared.experiment import RunOutput, check_names, run_grid
+from shared.experiment import RunOutput, check_names, enabled_settings, run_grid
 from shared.logger import MetricsLogger
 from shared.plotting import plt
 from shared.records import Results, by_setting
@@ -36,11 +36,6 @@ from shared.replications import run_replications
 
 HAS_TRAINABLE_PARAMETERS = False  # a statistics paper: nothing is trained
 METHODS = ("cb", "cbma", "cbma_frozen", "bma_credible", "split_conformal")
-
-
-def active_settings(cfg: Config) -> dict[str, SettingConfig]:
-    """The configured settings, without those disabled with ``null``."""
-    return {name: s for name, s in cfg.settings.items() if s is not None}
 
 
 def candidate_specs(setting: SettingConfig) -> list[ModelSpec]:
@@ -239,7 +234,7 @@ def plot_bands(cfg: Config, path: Path) -> None:
     """Prediction sets over x for one replication of each simulated setting."""
     settings = {
         name: s
-        for name, s in active_settings(cfg).items()
+        for name, s in enabled_settings(cfg.settings).items()
         if s.source == "simulated" and not s.coverage_only
     }
     if not settings:
@@ -289,9 +284,7 @@ def plot_bands(cfg: Config, path: Path) -> None:
 def run(cfg: Config, out_dir: Path) -> Results:
     """Every setting (with resume), the bands plot, and the per-method results."""
     check_names("methods", cfg.methods, METHODS)
-    settings = active_settings(cfg)
-    if not settings:
-        raise ValueError("no settings configured")
+    settings = enabled_settings(cfg.settings)
     logger = MetricsLogger(Path(out_dir) / "metrics.jsonl")
     per_setting, _ = run_grid(
         list(settings),

@@ -29,7 +29,7 @@ from papers.ppi_ate.method import (
 )
 from papers.ppi_ate.model import final_stage_factory, outcome_factory, propensity_factory
 from shared.entry import main
-from shared.experiment import RunOutput, check_names, run_grid
+from shared.experiment import RunOutput, check_names, enabled_settings, run_grid
 from shared.logger import MetricsLogger
 from shared.plotting import plt
 from shared.records import Results, by_setting
@@ -187,9 +187,7 @@ def plot_intervals(curves: dict, metrics: dict, cfg: Config, path: Path) -> None
 def run(cfg: Config, out_dir: Path) -> Results:
     """Every setting (with resume), the interval plot, and the per-method results."""
     check_names("methods", cfg.methods, METHODS)
-    settings = {name: s for name, s in cfg.settings.items() if s is not None}
-    if not settings:
-        raise ValueError("no settings configured")
+    settings = enabled_settings(cfg.settings)
     logger = MetricsLogger(Path(out_dir) / "metrics.jsonl")
     per_setting, curves = run_grid(
         list(settings),
