@@ -1,0 +1,71 @@
+"""NUPA's toy acceptance claims (brief Sec. 5), declared as data and checked in CI.
+
+5a: the toy-size benchmark (n_train 20, n_valid = n_test = 5 per length) covers all 41
+task x representation combinations (50 task names) and every sample agrees with the
+independent oracle; one benchmark per seed (master seed + 1000 * seed).
+5b: from-scratch Llama models on Integer addition (train lengths 1-5, test 3-5, 1500 steps):
+the one-digit tokenizer beats the three-digit one in digit match by >= 0.08 (mean over
+seeds 0, 1), and reaches >= 0.30 on every seed.
+"""
+
+from shared.claims import Claim, MarginAtLeast, MeanAtLeast
+
+SCALE = "toy"
+SEEDS = [0, 1]
+CI_SEEDS = SEEDS
+METHODS = ["one_digit", "three_digit"]
+BENCHMARK = "benchmark"  # the results row of the benchmark check (5a)
+PRIMARY = ("one_digit", "dm")
+TABLE_METRICS = [
+    "dm",
+    "em",
+    "dm_ood",
+    "dm_mismatched",
+    "task_names",
+    "combinations",
+    "oracle_agreement",
+]
+TIME_BUDGET_S = 180.0
+
+LABELS = {
+    BENCHMARK: "benchmark (toy size) vs oracle",
+    "one_digit": "1-digit tokenizer",
+    "two_digit": "2-digit tokenizer",
+    "three_digit": "3-digit tokenizer",
+    "three_digit_random": "3-digit tokenizer, random split",
+    "one_digit_nope": "1-digit, NoPE",
+    "one_digit_alibi": "1-digit, ALiBi",
+    "one_digit_reversed": "1-digit, reversed digits",
+    "left_split_control": "3-digit, chunks from the left (broken)",
+}
+
+CLAIMS = [
+    Claim(
+        "5a: all 41 task x representation combinations generated",
+        MeanAtLeast("combinations", (BENCHMARK,), 41),
+    ),
+    Claim("5a: all 50 task names generated", MeanAtLeast("task_names", (BENCHMARK,), 50)),
+    Claim(
+        "5a: 100% of samples agree with the independent oracle",
+        MeanAtLeast("oracle_agreement", (BENCHMARK,), 1.0, every_seed=True),
+    ),
+    Claim(
+        "5b: digit match, 1-digit tokenizer beats 3-digit by >= 0.08",
+        MarginAtLeast("dm", "one_digit", "three_digit", 0.08),
+    ),
+    Claim(
+        "5b: 1-digit tokenizer digit match >= 0.30 on every seed",
+        MeanAtLeast("dm", ("one_digit",), 0.30, every_seed=True),
+    ),
+    # Plausible-length numbers that ignore the question cannot clear the 0.30 bar.
+    Claim(
+        "1-digit answers scored against another question's answer: digit match >= 0.30",
+        MeanAtLeast("dm_mismatched", ("one_digit",), 0.30, every_seed=True),
+        role="negative_control",
+    ),
+    Claim(
+        "3-digit tokenizer digit match >= 0.30 on every seed",
+        MeanAtLeast("dm", ("three_digit",), 0.30, every_seed=True),
+        role="diagnostic",
+    ),
+]

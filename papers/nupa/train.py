@@ -1,0 +1,297 @@
+"""NUPA experiment: ``python -m papers.nupa.train [scale=smoke|toy|paper] [key=value ...]``.
+
+Two parts (brief Sec. 5):
+
+a. the benchmark: every task variant generated at the configured size (``benchmark.py``) and
+   each sample re-checked by the independent oracle (``oracle.py``);
+b. the tokenizer study: per (method, seed) a randomly initialised Llama learns the study task
+   (Integer addition) with the method's number tokenizer and positional encoding, through the
+   shared minibatch loop with the loss on the answer tokens only; then greedy decoding on
+   in-domain (and longer) lengths, scored with the benchmark's digit and exact match.
+
+The mismatched-answer score reads each prediction against the answer of another test
+question of the same length: what a model that ignores its inputs but writes plausible
+numbers would get (the negative control of the digit-match bar).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from accelerate import Accelerator
+from transformers import get_cosine_schedule_with_warmup
+
+from papers.nupa.benchmark import build_benchmark
+from papers.nupa.claims import BENCHMARK, LABELS
+from papers.nupa.config import Config, MethodConfig
+from papers.nupa.data import Problem, check_task, make_test_set, training_batch
+from papers.nupa.metrics import digit_match, exact_match
+from papers.nupa.model import build_model
+from papers.nupa.oracle import verify_benchmark
+from papers.nupa.tasks import COMBINATIONS, VARIANTS
+from papers.nupa.tokenizer import EOS, PAD, NumberTokenizer
+from shared.entry import main
+from shared.experiment import RunOutput, check_names, enabled_settings, run_grid
+from shared.logger import MetricsLogger
+from shared.loop import fit
+from shared.plotting import plt
+from shared.records import Results
+from shared.runtime import make_accelerator
+from shared.seeding import seed_everything
+
+
+# ----------------------------------------------------------------------------------------
+# (a) the benchmark and its oracle check
+# ----------------------------------------------------------------------------------------
+def check_benchmark(cfg: Config, seed: int) -> dict[str, float]:
+    """Generate the benchmark (master seed shifted by 1000 * seed; seed 0 is the official
+    one) and measure its coverage and its agreement with the oracle (brief Sec. 5a)."""
+    spec = cfg.benchmark
+    spec = type(spec)(**{**spec.__dict__, "master_seed": spec.master_seed + 1000 * seed})
+    start = time.perf_counter()
+    records = build_benchmark(spec)
+    n_checked, n_agree, failures = verify_benchmark(records)
+    seconds = time.perf_counter() - start
+    for failure in failures[:5]:
+        print(f"oracle disagrees: {failure}")
+    tasks = {r["task"] for r in records}
+    combinations = {(VARIANTS[t].task, VARIANTS[t].type_a) for t in tasks} & set(COMBINATIONS)
+    print(
+        f"benchmark seed {seed}: {len(records)} samples, {len(tasks)} task names, generated "
+        f"and verified in {seconds:.1f} s"
+    )
+    return {
+        "samples": float(len(records)),
+        "task_names": float(len(tasks)),
+        "combinations": float(len(combinations)),
+        "oracle_agreement": n_agree / n_checked if n_checked else float("nan"),
+    }
+
+
+# ----------------------------------------------------------------------------------------
+# (b) the tokenizer study
+# ----------------------------------------------------------------------------------------
+def make_tokenizer(method: MethodConfig) -> NumberTokenizer:
+    t = method.tokenizer
+    return NumberTokenizer(
+        t.k,
+        split=t.split,
+        reverse=t.reverse,
+        pad_zeros=t.pad_zeros,
+        index_hints=t.index_hints,
+        max_index=t.max_index,
+    )
+
+
+def encode_batch(
+    tokenizer: NumberTokenizer, problems: list[Problem], types: tuple, rng: random.Random
+) -> dict[str, torch.Tensor]:
+    """Right-padded ids with labels on the answer and EOS only (brief Sec. 3.9)."""
+    samples = [(p.a, p.b, p.answer) for p in problems]
+    return tokenizer.batch_encode(samples, *types, rng=rng, return_tensors="pt")  # (B, T)
+
+
+@torch.no_grad()
+def greedy_answers(
+    model, tokenizer: NumberTokenizer, problems: list[Problem], types: tuple, cfg: Config
+) -> list[str]:
+    """Greedy decoding until EOS from left-padded prompts; the decoded answer strings."""
+    k = tokenizer.k
+    rng = random.Random(0)  # only a random-split tokenizer draws from it
+    answers = []
+    for start in range(0, len(problems), cfg.study.eval_batch_size):
+        chunk = problems[start : start + cfg.study.eval_batch_size]
+        prompts = tokenizer.batch_encode(
+            [(p.a, p.b, None) for p in chunk],
+            *types,
+            rng=rng,
+            generation=True,
+            return_tensors="pt",
+        )  # left padding: every prompt ends in the last column
+        longest = max(p.length for p in chunk)
+        new_tokens = math.ceil((longest + 2) / k) + cfg.study.extra_new_tokens  # Sec. 5b
+        if tokenizer.split == "random" or tokenizer.index_hints:  # more tokens per digit
+            bound = tokenizer.max_answer_tokens(longest + 2, types[2])
+            new_tokens = max(new_tokens, bound + cfg.study.extra_new_tokens)
+        width = prompts["input_ids"].shape[1]
+        out = model.generate(
+            **{k: v.to(model.device) for k, v in prompts.items()},
+            max_new_tokens=new_tokens,
+            do_sample=False,
+            eos_token_id=EOS,
+            pad_token_id=PAD,
+        )
+        for row in out[:, width:].tolist():
+            answers.append(tokenizer.decode_number(row, types[2]))
+    return answers
+
+
+def score(
+    problems: list[Problem], answers: list[str], type_out: str, ood_lengths: list[int], seed: int
+) -> dict[str, float]:
+    """Digit and exact match per test length, in-domain (``dm``, ``em``) and on the longer
+    ``ood_lengths`` (``dm_ood``, ``em_ood``), and the in-domain digit match against another
+    question's answer of the same length (``dm_mismatched``)."""
+    by_length: dict[int, list[int]] = {}
+    for i, p in enumerate(problems):
+        by_length.setdefault(p.length, []).append(i)
+    rng = np.random.default_rng(seed)
+    metrics: dict[str, float] = {}
+    pooled: dict[str, list[float]] = {"dm": [], "em": [], "dm_ood": [], "em_ood": []}
+    mismatched: list[float] = []
+    for length, items in sorted(by_length.items()):
+        dm = [digit_match(answers[i], problems[i].answer, type_out) for i in items]
+        em = [exact_match(answers[i], problems[i].answer, type_out) for i in items]
+        metrics[f"dm_len{length}"], metrics[f"em_len{length}"] = np.mean(dm), np.mean(em)
+        suffix = "_ood" if length in ood_lengths else ""
+        pooled["dm" + suffix] += dm
+        pooled["em" + suffix] += em
+        if not suffix:
+            partner = rng.permutation(items)  # another question of the same length
+            mismatched += [
+                digit_match(answers[i], problems[j].answer, type_out)
+                for i, j in zip(items, partner, strict=True)
+            ]
+    metrics.update({name: np.mean(v) for name, v in pooled.items() if v})
+    metrics["dm_mismatched"] = np.mean(mismatched)
+    return {k: float(v) for k, v in metrics.items()}
+
+
+def train_one(
+    method: str,
+    seed: int,
+    run_dir: Path,
+    cfg: Config,
+    accelerator: Accelerator,
+    logger: MetricsLogger,
+) -> RunOutput:
+    """Train one from-scratch model with ``method``'s tokenizer and PE, then test it."""
+    setting = cfg.settings[method]
+    tokenizer = make_tokenizer(setting)
+    variant = check_task(cfg.study.task)
+    types = (variant.type_a, variant.type_b if variant.type_b != "none" else None, variant.type_out)
+    seed_everything(seed)
+    model = build_model(cfg.model, tokenizer.vocab_size, setting.pe)
+    t = cfg.train
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=t.lr, weight_decay=t.weight_decay, betas=tuple(t.adam_betas)
+    )
+    schedule = get_cosine_schedule_with_warmup(optimizer, t.warmup_steps, t.steps)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    device = accelerator.device
+
+    test_lengths = [*cfg.study.test_lengths, *cfg.study.ood_lengths]
+    problems = make_test_set(
+        cfg.study.task,
+        test_lengths,
+        cfg.study.n_test_per_length,
+        cfg.study.test_seed_offset + seed,
+    )
+
+    def next_batch(step: int) -> dict[str, torch.Tensor]:
+        batch = training_batch(cfg.study.task, cfg.study.train_lengths, t.batch_size, seed, step)
+        # a random-split tokenizer draws its chunking from the step's own stream too
+        rng = random.Random(f"nupa-split-{seed}-{step}")
+        return {k: v.to(device) for k, v in encode_batch(tokenizer, batch, types, rng).items()}
+
+    def compute_loss(model, batch):
+        return model(**batch).loss, {}  # mean CE over answer tokens (labels -100 elsewhere)
+
+    def after_step(step: int, batch, aux) -> None:
+        schedule.step()
+
+    def evaluate(model) -> dict[str, float]:
+        answers = greedy_answers(accelerator.unwrap_model(model), tokenizer, problems, types, cfg)
+        return score(problems, answers, types[2], cfg.study.ood_lengths, seed)
+
+    history = fit(
+        model=model,
+        optimizer=optimizer,
+        accelerator=accelerator,
+        max_steps=t.steps,
+        loop=cfg.loop,
+        run_dir=run_dir,
+        next_batch=next_batch,
+        compute_loss=compute_loss,
+        after_step=after_step,
+        evaluate=evaluate,
+        stateful={"schedule": schedule},
+        logger=logger,
+        tags={"method": method, "seed": seed},
+        progress=cfg.runtime.progress,
+        desc=f"{method} s{seed}",
+    )
+    accelerator.free_memory()
+    final = history[-1]
+    return RunOutput(
+        metrics={k: v for k, v in final.items() if k != "step"},
+        curves={
+            "dm_by_length": [final[f"dm_len{n}"] for n in test_lengths],
+            "em_by_length": [final[f"em_len{n}"] for n in test_lengths],
+        },
+    )
+
+
+def plot_by_length(curves, lengths: list[int], path: Path, train_max: int) -> None:
+    """Digit and exact match against the operand length, one line per tokenizer."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), dpi=120)
+    for ax, name, ylabel in (
+        (axes[0], "dm_by_length", "digit match"),
+        (axes[1], "em_by_length", "exact match"),
+    ):
+        for method, c in curves.items():
+            values = np.asarray(c[name])  # (seeds, lengths)
+            mean, std = values.mean(0), values.std(0)
+            (line,) = ax.plot(lengths, mean, marker="o", label=LABELS.get(method, method))
+            ax.fill_between(lengths, mean - std, mean + std, color=line.get_color(), alpha=0.2)
+        ax.axvline(train_max + 0.5, color="grey", linestyle=":", linewidth=1)
+        ax.set_xlabel("length of the longer operand (digits)")
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(0, 1)
+        ax.grid(alpha=0.3)
+    axes[0].legend(frameon=False, fontsize=8)
+    fig.suptitle("NUPA toy: accuracy by length per number tokenizer (dotted: trained up to)")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def run(cfg: Config, out_dir: Path) -> Results:
+    """The benchmark check (a) and the tokenizer study (b); returns the per-seed metrics."""
+    settings = enabled_settings(cfg.settings)
+    check_names("methods", cfg.methods, settings)
+    check_task(cfg.study.task)
+    out_dir = Path(out_dir)
+    results: Results = {}
+    if cfg.verify_benchmark:
+        per_seed = [check_benchmark(cfg, seed) for seed in cfg.seeds]
+        results[BENCHMARK] = {k: [m[k] for m in per_seed] for k in per_seed[0]}
+    accelerator = make_accelerator(cfg.runtime)
+    logger = MetricsLogger(
+        out_dir / "metrics.jsonl", cfg.loop.console_every_s, accelerator.is_main_process
+    )
+    study, curves = run_grid(
+        cfg.methods,
+        cfg.seeds,
+        out_dir,
+        lambda method, seed, run_dir: train_one(method, seed, run_dir, cfg, accelerator, logger),
+        is_main_process=accelerator.is_main_process,
+        progress=cfg.runtime.progress,
+        logger=logger,
+    )
+    results.update(study)
+    if accelerator.is_main_process:
+        lengths = [*cfg.study.test_lengths, *cfg.study.ood_lengths]
+        plot_by_length(
+            curves, lengths, out_dir / "accuracy_by_length.png", cfg.study.train_lengths[1]
+        )
+    return results
+
+
+if __name__ == "__main__":
+    main("nupa")
