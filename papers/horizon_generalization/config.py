@@ -1,0 +1,77 @@
+"""Typed config of the horizon-generalization experiment (schema for its YAML files).
+
+Every key is checked by Hydra at start: an unknown key or a wrong type fails naming it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from shared.config import ExperimentConfig, LoopConfig
+
+
+@dataclass
+class LayoutConfig:
+    """One grid world and the training budget used on it (brief Sec. 5)."""
+
+    layout: str = "open"  # open (11 x 11 room) | wall (interior wall from the top edge)
+    size: int = 11
+    wall_length: int = 8
+    batch_size: int = 128  # B: the contrastive grid is B x B
+    steps: int = 2000
+    methods: list[str] = field(default_factory=list)  # subset of `methods`; empty: all
+
+
+@dataclass
+class DataConfig:
+    """Offline random-policy data with hindsight goals (brief Sec. 5 "Data")."""
+
+    n_trajectories: int = 3000
+    length: int = 50
+    gamma: float = 0.9  # goal offset k ~ Geom(1 - gamma), k >= 1
+    max_offset: int | None = 10  # truncation of k (None: only the trajectory end)
+
+
+@dataclass
+class CriticConfig:
+    """Encoders phi(s, a), psi(g) and the monolithic critic (brief Sec. 5 "Critics")."""
+
+    repr_dim: int = 32
+    hidden: int = 128
+    n_hidden_layers: int = 2
+    mrn_chunks: int = 4
+
+
+@dataclass
+class TrainConfig:
+    """Contrastive RL critic training (brief Sec. 3.2)."""
+
+    lr: float = 3e-4
+    loss: str = "symmetric"  # forward | backward | symmetric InfoNCE
+    resubstitution: bool = True  # keep the positive inside the logsumexp
+    logsumexp_penalty: float = 0.0
+
+
+@dataclass
+class EvalConfig:
+    """Greedy rollouts and the invariance measures (brief Sec. 3.3, 5 "Evaluation")."""
+
+    n_pairs: int = 1000
+    seed_offset: int = 10_000  # evaluation pairs come from rng(seed_offset + seed)
+    max_steps: int = 100
+    planner_c: int = 3  # waypoints at exactly c steps from s
+    pi_pairs: int = 200
+
+
+@dataclass
+class Config(ExperimentConfig):
+    # l2 (metric) | mrn (quasimetric) | dot | mlp (monolithic) | oracle (-BFS, no training)
+    methods: list[str] = field(default_factory=lambda: ["l2", "mrn", "dot", "mlp", "oracle"])
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    layouts: dict[str, LayoutConfig] = field(default_factory=dict)  # every defined layout
+    active_layouts: list[str] = field(default_factory=lambda: ["open"])  # the ones run
+    data: DataConfig = field(default_factory=DataConfig)
+    critic: CriticConfig = field(default_factory=CriticConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    loop: LoopConfig = field(default_factory=LoopConfig)

@@ -1,0 +1,105 @@
+r"""Offline data of the toy: random-policy trajectories and hindsight goal relabelling
+(brief Sec. 5 "Data", Sec. 3.4).
+
+:func:`random_trajectories` rolls a uniform random policy from uniform random start cells
+through the grid's transition table (3,000 trajectories of 50 steps in the toy).
+:func:`sample_hindsight` draws CRL training tuples $(s_t, a_t, g = s_{t+k})$: a trajectory and
+a time $t$ uniformly among the times that have a later state, then a strictly positive offset
+with $P(k) \propto \gamma^{k-1}$, i.e. $k \sim \mathrm{Geom}(1 - \gamma)$, truncated to
+$k \le$ ``max_offset`` and to the end of the trajectory ($k \le T - t$) and renormalised.
+
+Relation to the official relabelling (``flatten_crl_fn`` in ``src/train.py``): there every
+time step $i$ of a sampled trajectory window is used (not a uniform draw of $t$; the two agree
+in distribution over $t$), and the goal index $j$ is drawn from a categorical with weights
+$\gamma^{j - i}$ over the later steps $j > i$ of the same episode, i.e. the same truncated
+geometric without an upper cap (``max_offset=None`` here). The official weights also put
+$10^{-5}$ on $j = i$, which only matters for a step with no later step in its episode (its
+goal becomes the state itself) and is otherwise negligible; here such steps are never drawn,
+so $k \ge 1$ always. The ``max_offset`` cap (10 in the toy) is the brief's way of keeping
+training goals near; the official Ant code limits the horizon through the commanded goal
+radius and the discount instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from papers.horizon_generalization.env import Grid
+
+
+def random_trajectories(
+    grid: Grid, n_trajectories: int, length: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Roll out the uniform random policy from uniform random start cells.
+
+    Returns:
+        ``states`` (N, length + 1) int state indices and ``actions`` (N, length) int, with
+        ``states[:, t + 1] == grid.next_state[states[:, t], actions[:, t]]``.
+    """
+    if n_trajectories < 1 or length < 1:
+        raise ValueError("need at least one trajectory of at least one step")
+    states = np.empty((n_trajectories, length + 1), dtype=np.int64)
+    states[:, 0] = rng.integers(grid.n_states, size=n_trajectories)
+    actions = rng.integers(grid.n_actions, size=(n_trajectories, length))
+    for t in range(length):
+        states[:, t + 1] = grid.next_state[states[:, t], actions[:, t]]
+    return states, actions
+
+
+def offset_probabilities(gamma: float, limit: int) -> np.ndarray:
+    """``p[k - 1] = P(k)`` for k = 1..limit under the truncated geometric, ``∝ gamma^(k-1)``."""
+    weights = float(gamma) ** np.arange(limit)
+    return weights / weights.sum()
+
+
+def sample_hindsight(
+    states: np.ndarray,
+    actions: np.ndarray,
+    batch_size: int,
+    rng: np.random.Generator,
+    gamma: float = 0.9,
+    max_offset: int | None = 10,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    r"""Draw a batch of hindsight-relabelled tuples from the same trajectories.
+
+    Args:
+        states: (N, T + 1) state indices; actions: (N, T) with ``actions[:, t]`` taken in
+            ``states[:, t]``.
+        batch_size: B.
+        rng: the random stream.
+        gamma: the geometric weight, ``P(k) ∝ gamma^(k - 1)`` for ``k >= 1``
+            (``0 <= gamma <= 1``; 1 gives uniform offsets).
+        max_offset: the largest offset, or None to truncate only at the trajectory end.
+
+    Returns:
+        ``(s, a, g, k)``, each (B,) int: ``s = states[n, t]``, ``a = actions[n, t]``,
+        ``g = states[n, t + k]`` with ``1 <= k <= min(max_offset, T - t)``.
+    """
+    n_trajectories, horizon = states.shape[0], states.shape[1] - 1
+    if actions.shape != (n_trajectories, horizon):
+        raise ValueError(
+            f"actions must have shape {(n_trajectories, horizon)}, got {actions.shape}"
+        )
+    if horizon < 1:
+        raise ValueError("trajectories need at least two states")
+    if not 0.0 <= gamma <= 1.0:
+        raise ValueError(f"gamma must be in [0, 1], got {gamma}")
+    if max_offset is not None and max_offset < 1:
+        raise ValueError(f"max_offset must be at least 1, got {max_offset}")
+    cap = horizon if max_offset is None else min(max_offset, horizon)
+
+    trajectory = rng.integers(n_trajectories, size=batch_size)
+    time = rng.integers(horizon, size=batch_size)  # every t < T has a later state
+    limit = np.minimum(cap, horizon - time)  # per-sample largest allowed offset
+    # Inverse-CDF draw from the geometric truncated at each sample's own limit: scale a
+    # uniform by the unnormalised mass up to the limit and look it up in the cumulative sums.
+    cumulative = np.cumsum(float(gamma) ** np.arange(cap))
+    target = rng.random(batch_size) * cumulative[limit - 1]
+    offset = np.searchsorted(cumulative, target, side="right") + 1
+    offset = np.minimum(offset, limit)  # guards the float edge target == cumulative[limit - 1]
+    return (
+        states[trajectory, time],
+        actions[trajectory, time],
+        states[trajectory, time + offset],
+        offset,
+    )
