@@ -266,7 +266,9 @@ def pretrain(
             if j < n_batches:
                 molecules = np.flatnonzero(pairs[modality] >= 0)
                 ids = molecules[epoch_batches(len(molecules), p.batch_size, seed, epoch)[j]]
-                features = graph.targets[modality][pairs[modality][ids]]
+                # a profile block missing for this node (paper scale: Bray or JUMP) is NaN;
+                # the baseline's encoder reads it as the feature minimum, 0
+                features = np.nan_to_num(graph.targets[modality][pairs[modality][ids]], nan=0.0)
                 return {
                     "graphs": Batch.from_data_list([world.context_graphs[i] for i in ids]).to(
                         device
