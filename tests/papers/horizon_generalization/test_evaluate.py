@@ -139,3 +139,28 @@ def test_evaluate_is_fast():
     start = time.perf_counter()
     evaluate(q, grid, n_pairs=1000)
     assert time.perf_counter() - start < 1.0
+
+
+def test_paper_scale_config_runs_both_layouts(tmp_path):
+    """`scale=paper` (both layouts, the official critic sizes) end to end with few steps."""
+    from papers.horizon_generalization.train import run
+    from shared.config import compose
+
+    cfg = compose(
+        "horizon_generalization",
+        "paper",
+        [
+            "layouts.open.steps=3",
+            "layouts.wall.steps=3",
+            "layouts.open.batch_size=16",
+            "layouts.wall.batch_size=16",
+            "data.n_trajectories=20",
+            "eval.n_pairs=40",
+            "eval.pi_pairs=5",
+            "seeds=[0]",
+            "runtime.progress=false",
+        ],
+    )
+    results = run(cfg, tmp_path)
+    assert "open/mlp" in results and "wall/mrn" in results and "wall/mlp" not in results
+    assert results["wall/oracle"]["far_success"] == [1.0]

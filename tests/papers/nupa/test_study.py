@@ -134,3 +134,32 @@ def test_llm_eval_refuses_a_folder_without_a_model(tmp_path):
 
     with pytest.raises(FileNotFoundError, match="never downloads"):
         load_local_model(tmp_path)
+
+
+def test_paper_scale_settings_run_end_to_end(tmp_path):
+    """`scale=paper` with a tiny model: every paper method (PE, random split, reversal) and the
+    longer-than-trained lengths go through the same code as the toy."""
+    from papers.nupa.train import run
+
+    cfg = compose(
+        "nupa",
+        "paper",
+        [
+            "model.hidden_size=16",
+            "model.intermediate_size=32",
+            "model.num_hidden_layers=1",
+            "model.num_attention_heads=2",
+            "model.num_key_value_heads=2",
+            "train.steps=2",
+            "train.warmup_steps=1",
+            "study.n_test_per_length=2",
+            "study.ood_lengths=[9,20]",
+            "seeds=[0]",
+            "runtime.progress=false",
+        ],
+    )
+    results = run(cfg, tmp_path)
+    assert set(results) == set(cfg.methods)
+    for metrics in results.values():
+        assert {"dm", "em", "dm_ood", "dm_len20"} <= set(metrics)
+    assert (tmp_path / "accuracy_by_length.png").exists()
