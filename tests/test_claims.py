@@ -16,7 +16,11 @@ def test_toy_claim(slug, tmp_path):
     _, claims = paper_modules(slug)
     start = time.perf_counter()
     record = check_claims(
-        slug, tmp_path, seeds=claims.CI_SEEDS, overrides=("runtime.progress=false",)
+        slug,
+        tmp_path,
+        seeds=claims.CI_SEEDS,
+        overrides=("runtime.progress=false",),
+        methods=getattr(claims, "CI_METHODS", None),  # default: all of claims.METHODS
     )
     elapsed = time.perf_counter() - start
 
@@ -28,6 +32,8 @@ def test_toy_claim(slug, tmp_path):
         ],
     )
     assert record["claims"], f"{slug}: no claim was evaluated"
+    gated = [c.name for c in claims.CLAIMS if c.role == "claim"]
+    assert [c["name"] for c in record["claims"] if c["role"] == "claim"] == gated
     assert all(c["passed"] for c in record["claims"]), f"{slug} claim failed:\n{table}"
     assert elapsed <= claims.TIME_BUDGET_S, (
         f"{slug} claim took {elapsed:.0f} s > budget {claims.TIME_BUDGET_S:.0f} s"
