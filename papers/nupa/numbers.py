@@ -21,6 +21,7 @@ mantissa of a ScientificNotation. ``parts()`` gives the digit strings separated 
 
 from __future__ import annotations
 
+import abc
 import fractions
 import math
 import random as _random
@@ -40,7 +41,7 @@ def _strip_decimals(dec: str) -> str:
     return dec.rstrip("0") or "0"
 
 
-class Number:
+class Number(abc.ABC):
     """Common interface of the four representations (all instances are immutable)."""
 
     TYPE_NAME: ClassVar[str] = ""
@@ -70,24 +71,26 @@ class Number:
         return number
 
     @classmethod
-    def _parse(cls, text: str) -> Number | None:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _parse(cls, text: str) -> Number | None:
+        """The number written as ``text``, or None when it is not of this type's form."""
 
-    def __str__(self) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def __str__(self) -> str:
+        """The canonical text form (Sec. 3.1)."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}.parse({str(self)!r})"
 
     # --- metadata -----------------------------------------------------------------------------
     @property
-    def digit(self) -> int:  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def digit(self) -> int:
         """The length key of Sec. 3.1."""
-        raise NotImplementedError
 
-    def parts(self) -> list[str]:  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def parts(self) -> list[str]:
         """The digit strings between the type's separators (``12.34`` -> ``["12", "34"]``)."""
-        raise NotImplementedError
 
     @property
     def total_digits(self) -> int:
@@ -95,14 +98,14 @@ class Number:
         return sum(len(p) for p in self.parts())
 
     @property
-    def value(self) -> fractions.Fraction:  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def value(self) -> fractions.Fraction:
         """The exact value."""
-        raise NotImplementedError
 
     # --- comparison ---------------------------------------------------------------------------
-    def _key(self):  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def _key(self):
         """A tuple that orders numbers of this type by value (and identifies them)."""
-        raise NotImplementedError
 
     def _same_type(self, other: object) -> bool:
         return type(other) is type(self)
@@ -137,9 +140,9 @@ class Number:
 
     # --- generation ---------------------------------------------------------------------------
     @classmethod
-    def random(cls, length: int, rng: _random.Random) -> Number:  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def random(cls, length: int, rng: _random.Random) -> Number:
         """A random number of the given length (Sec. 3.2)."""
-        raise NotImplementedError
 
 
 def _check_length(length: int) -> None:
