@@ -25,14 +25,7 @@ S, A = 121, 4  # the 11 x 11 open room, 4 moves
 SQRT_EPS = 1e-3  # sqrt(1e-6): the MRN distance of a point to itself
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: one intra-op thread is faster, and far faster on a busy machine (two
-    threads on two busy cores made the small training test 20-50x slower here)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def gen(seed: int) -> torch.Generator:

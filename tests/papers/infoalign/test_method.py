@@ -23,13 +23,7 @@ from papers.infoalign.method import (
 A, B, C = 0, 1, 2
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: one intra-op thread is faster, and far faster on a busy machine."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def path_graph() -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -32,13 +32,7 @@ D = 16
 TOY_DIMS = {"mol": 32, "cell": 6, "expr": 5}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: one intra-op thread is faster, and far faster on a busy machine."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def batch_of(*smiles: str) -> Batch:

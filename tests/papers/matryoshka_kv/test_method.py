@@ -27,7 +27,7 @@ from papers.matryoshka_kv.method import (
     uniform_ranks,
 )
 
-torch.set_num_threads(1)
+pytestmark = pytest.mark.usefixtures("one_thread")
 F64 = torch.float64
 
 

@@ -37,7 +37,7 @@ from papers.matryoshka_kv.model import (
     set_ranks,
 )
 
-torch.set_num_threads(1)
+pytestmark = pytest.mark.usefixtures("one_thread")
 F64 = torch.float64
 L, H, D = 2, 4, 16
 
