@@ -14,6 +14,10 @@ CI_SEEDS = SEEDS
 # The dot-product critic is not part of any claim: it runs in the default toy
 # (`python -m papers.horizon_generalization.train`) and is reported in the README.
 METHODS = ["l2", "mrn", "mlp", "oracle"]
+# The gated claims need l2, MRN and the oracle; the monolithic MLP (35 s per run, compute-bound)
+# enters only the diagnostics, which would take CI past its 3-minute budget, so CI runs the
+# claims and `scripts/reproduce.py` runs everything (results/toy.json).
+CI_METHODS = ["l2", "mrn", "oracle"]
 PRIMARY = ("open/l2", "far_success")
 TABLE_METRICS = [
     "near_success",
