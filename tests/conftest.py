@@ -1,4 +1,5 @@
-"""Test-wide setup: offline hubs, quiet progress bars, and the list of papers."""
+"""Test-wide setup: offline hubs, quiet progress bars, the list of papers, one BLAS/torch
+thread per xdist worker, and the claim-time table printed at the end of the run."""
 
 from __future__ import annotations
 
@@ -6,13 +7,21 @@ import os
 
 import pytest
 import torch
+from threadpoolctl import threadpool_limits
 
 # Any accidental hub access must fail loudly instead of downloading (CI has no network).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
+from shared.tables import markdown_table  # noqa: E402
 from tests.helpers import PAPERS  # noqa: E402
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # One worker per core: a second BLAS or torch thread per worker would only contend (and
+    # spin, inflating the CPU seconds the claim budgets count).
+    threadpool_limits(1)
+    torch.set_num_threads(1)
 
 
 @pytest.fixture(params=PAPERS)
@@ -28,3 +37,37 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+# ------------------------------------------------------------ claim-time table (all workers)
+_CLAIM_TIMES: list[tuple[str, str, float, float, float]] = []
+
+
+def pytest_runtest_logreport(report):
+    """Collect the CPU and wall seconds each claim test recorded (xdist forwards every
+    worker's reports, with their user properties, to the controller)."""
+    if report.when != "call":
+        return
+    props = dict(report.user_properties)
+    if "claim_cpu_s" in props:
+        _CLAIM_TIMES.append(
+            (
+                report.nodeid.split("[", 1)[-1].rstrip("]"),
+                report.outcome,
+                props["claim_cpu_s"],
+                props["claim_wall_s"],
+                props["claim_budget_s"],
+            )
+        )
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _CLAIM_TIMES:
+        return
+    rows = [
+        [slug, outcome, f"{cpu:.0f}", f"{wall:.0f}", f"{budget:.0f}"]
+        for slug, outcome, cpu, wall, budget in sorted(_CLAIM_TIMES)
+    ]
+    terminalreporter.write_sep("=", "claim times (CPU s: this process and its children)")
+    header = ["paper", "outcome", "CPU s", "wall s", "CPU budget s"]
+    terminalreporter.write_line(markdown_table(header, rows))

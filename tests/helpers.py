@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 import sys
 from pathlib import Path
 
@@ -28,16 +33,17 @@ def run_cli(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.Comp
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def load_script(name: str):
-    """Import ``scripts/<name>.py`` as a module without leaking the thread variables the
-    benchmark scripts set at import into later tests' subprocesses."""
-    import importlib.util
+def load_benchmark(slug: str):
+    """Import ``papers/<slug>/benchmark.py`` afresh without leaking the thread variables the
+    benchmarks set at import (for ``python -m``) into later tests' subprocesses."""
+    import importlib
+    import sys
 
     saved = {var: os.environ.get(var) for var in THREAD_VARIABLES}
-    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
+    name = f"papers.{slug}.benchmark"
+    sys.modules.pop(name, None)
     try:
-        spec.loader.exec_module(module)
+        module = importlib.import_module(name)
     finally:
         for var, value in saved.items():
             if value is None:
@@ -45,3 +51,27 @@ def load_script(name: str):
             else:
                 os.environ[var] = value
     return module
+
+
+@dataclass
+class Clock:
+    cpu_s: float = float("nan")
+    wall_s: float = float("nan")
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process, all its threads, and its waited children."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+@contextmanager
+def cpu_and_wall_clock() -> Iterator[Clock]:
+    """Measure a block's CPU seconds (process and children) and wall seconds."""
+    clock = Clock()
+    cpu, wall = _cpu_seconds(), time.perf_counter()
+    try:
+        yield clock
+    finally:
+        clock.cpu_s = _cpu_seconds() - cpu
+        clock.wall_s = time.perf_counter() - wall

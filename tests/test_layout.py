@@ -31,7 +31,9 @@ CLAIM_ATTRS = (
     "PRIMARY",
     "TABLE_METRICS",
     "LABELS",
-    "TIME_BUDGET_S",
+    "CPU_BUDGET_S",
+    "HELDOUT_SEEDS",
+    "PLOT",
 )
 
 
@@ -71,6 +73,9 @@ def test_claims_module_declares_everything(slug):
     missing = [a for a in CLAIM_ATTRS if not hasattr(claims, a)]
     assert not missing, f"papers/{slug}/claims.py lacks {missing}"
     assert set(claims.CI_SEEDS) <= set(claims.SEEDS)
+    assert len(claims.HELDOUT_SEEDS) == len(claims.SEEDS), "held-out set: as many seeds"
+    assert not set(claims.HELDOUT_SEEDS) & set(claims.SEEDS), "held-out seeds must be unused"
+    assert 0 < claims.CPU_BUDGET_S <= 180, "CI's per-paper claim budget is 180 CPU seconds"
     assert any(c.role == "claim" for c in claims.CLAIMS)
     if hasattr(claims, "CI_METHODS"):  # CI may leave out only what controls need
         assert set(claims.CI_METHODS) <= set(claims.METHODS)
@@ -111,3 +116,19 @@ def test_shared_imports_no_paper():
     for path in (PAPERS_DIR.parent / "shared").rglob("*.py"):
         for module in _imported_modules(path):
             assert not module.startswith("papers."), f"{path} imports {module}"
+
+
+RESULT_FILES = ("toy.json", "heldout.json", "toy.png")
+MAX_FIGURE_BYTES = 150_000  # README figures stay small in the repository
+
+
+def test_results_files_are_committed(slug):
+    results = PAPERS_DIR / slug / "results"
+    missing = [n for n in RESULT_FILES if not (results / n).is_file()]
+    assert not missing, (
+        f"papers/{slug}/results lacks {missing}: run "
+        f"python scripts/reproduce.py --paper {slug} --write (and --heldout --write)"
+    )
+    assert (results / "toy.png").stat().st_size <= MAX_FIGURE_BYTES
+    readme = (PAPERS_DIR / slug / "README.md").read_text()
+    assert "results/toy.png" in readme, f"papers/{slug}/README.md does not show its toy figure"

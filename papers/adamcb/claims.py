@@ -8,10 +8,13 @@ from shared.claims import Claim, MeanBelow, PairedWins, RatioAtMost
 SCALE = "toy"
 SEEDS = [0, 1, 2, 3, 4]
 CI_SEEDS = SEEDS  # the whole protocol fits CI's per-paper budget
+# Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
+HELDOUT_SEEDS = [1000 + i for i in range(len(SEEDS))]
 METHODS = ["adam", "amsgrad", "adamx", "adambs_corrected", "adamcb", "adamx_uniform_wor"]
 PRIMARY = ("adamcb", "final_train_ce")
+PLOT = "train_ce.png"  # the run's main figure, saved as results/toy.png
 TABLE_METRICS = ["final_train_ce", "mean_train_ce", "final_test_ce", "final_test_acc"]
-TIME_BUDGET_S = 180.0  # one core, every seed and method
+CPU_BUDGET_S = 180.0  # one core, every seed and method
 
 LABELS = {
     "adam": "Adam",

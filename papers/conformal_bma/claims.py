@@ -11,10 +11,13 @@ from shared.claims import Claim, MeanAtLeast, MeanAtMost, MeanWithin, RatioAtMos
 SCALE = "toy"
 SEEDS = [0]
 CI_SEEDS = SEEDS
+# Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
+HELDOUT_SEEDS = [1000 + i for i in range(len(SEEDS))]
 METHODS = ["cb", "cbma", "cbma_frozen", "bma_credible", "split_conformal"]
 PRIMARY = ("quadratic/cbma", "length")
+PLOT = "prediction_bands.png"  # the run's main figure, saved as results/toy.png
 TABLE_METRICS = ["coverage", "coverage_error", "length", "true_model_weight"]
-TIME_BUDGET_S = 180.0
+CPU_BUDGET_S = 180.0
 
 A, B, S = "quadratic", "heteroskedastic", "small_n"
 LABELS = {

@@ -10,10 +10,13 @@ from shared.claims import Claim, MarginAtLeast, MeanAtLeast
 SCALE = "toy"
 SEEDS = list(range(10))
 CI_SEEDS = SEEDS
+# Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
+HELDOUT_SEEDS = [1000 + i for i in range(len(SEEDS))]
 METHODS = ["etcd", "etcd_no_error", "direct_lingam"]
 PRIMARY = ("case4/etcd", "f1")
+PLOT = "graphs.png"  # the run's main figure, saved as results/toy.png
 TABLE_METRICS = ["returned", "f1", "ordering_rate", "latent_exact", "observed_f1"]
-TIME_BUDGET_S = 180.0
+CPU_BUDGET_S = 180.0
 
 CASE4, VIOLATING = "case4", "violating"
 LABELS = {

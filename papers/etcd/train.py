@@ -1,6 +1,6 @@
 """ETCD experiment: ``python -m papers.etcd.train [scale=smoke|toy|paper] [key=value ...]``.
 
-Wall times are not metrics (they differ between identical runs); ``scripts/benchmark_etcd.py``
+Wall times are not metrics (they differ between identical runs); ``papers/etcd/benchmark.py``
 measures them.
 
 No training loop: for every graph family and seed, simulate a linear non-Gaussian model with

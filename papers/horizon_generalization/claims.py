@@ -11,6 +11,8 @@ from shared.claims import Claim, MarginAtLeast, MeanAtLeast
 SCALE = "toy"
 SEEDS = [0, 1, 2]
 CI_SEEDS = SEEDS
+# Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
+HELDOUT_SEEDS = [1000 + i for i in range(len(SEEDS))]
 # The dot-product critic is not part of any claim: it runs in the default toy
 # (`python -m papers.horizon_generalization.train`) and is reported in the README.
 METHODS = ["l2", "mrn", "mlp", "oracle"]
@@ -19,6 +21,7 @@ METHODS = ["l2", "mrn", "mlp", "oracle"]
 # claims and `scripts/reproduce.py` runs everything (results/toy.json).
 CI_METHODS = ["l2", "mrn", "oracle"]
 PRIMARY = ("open/l2", "far_success")
+PLOT = "success_by_distance.png"  # the run's main figure, saved as results/toy.png
 TABLE_METRICS = [
     "near_success",
     "mid_success",
@@ -27,7 +30,7 @@ TABLE_METRICS = [
     "far_optimal_action_rate",
     "pi_rate",
 ]
-TIME_BUDGET_S = 180.0
+CPU_BUDGET_S = 180.0
 
 OPEN = "open"
 _NAMES = {

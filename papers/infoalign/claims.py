@@ -14,9 +14,12 @@ from shared.claims import Claim, MarginAtLeast, MeanAtLeast, MeanAtMost, PairedW
 SCALE = "toy"
 SEEDS = [0, 1, 2]
 CI_SEEDS = SEEDS
+# Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
+HELDOUT_SEEDS = [1000 + i for i in range(len(SEEDS))]
 METHODS = ["infoalign", "structure_only", "random", "contrastive"]
 BOUNDS = "bounds"  # the results row of the mutual-information check
 PRIMARY = ("infoalign", "test_auc")
+PLOT = "test_auc.png"  # the run's main figure, saved as results/toy.png
 TABLE_METRICS = [
     "test_auc",
     "valid_auc",
@@ -25,7 +28,7 @@ TABLE_METRICS = [
     "ba_fraction",
     "infonce_estimate",
 ]
-TIME_BUDGET_S = 180.0
+CPU_BUDGET_S = 180.0
 INFONCE_CEILING = math.log(128)  # ln N for the batch of 128
 
 LABELS = {

@@ -13,9 +13,12 @@ from shared.claims import Claim, MarginAtLeast, MeanAtLeast
 SCALE = "toy"
 SEEDS = [0, 1]
 CI_SEEDS = SEEDS
+# Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
+HELDOUT_SEEDS = [1000 + i for i in range(len(SEEDS))]
 METHODS = ["one_digit", "three_digit"]
 BENCHMARK = "benchmark"  # the results row of the benchmark check (5a)
 PRIMARY = ("one_digit", "dm")
+PLOT = "accuracy_by_length.png"  # the run's main figure, saved as results/toy.png
 TABLE_METRICS = [
     "dm",
     "em",
@@ -25,7 +28,7 @@ TABLE_METRICS = [
     "combinations",
     "oracle_agreement",
 ]
-TIME_BUDGET_S = 180.0
+CPU_BUDGET_S = 180.0
 
 LABELS = {
     BENCHMARK: "benchmark (toy size) vs oracle",

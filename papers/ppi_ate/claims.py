@@ -9,10 +9,13 @@ from shared.claims import Claim, MeanAtLeast, MeanAtMost, MeanWithin, RatioAtMos
 SCALE = "toy"
 SEEDS = [0]
 CI_SEEDS = SEEDS
+# Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
+HELDOUT_SEEDS = [1000 + i for i in range(len(SEEDS))]
 METHODS = ["aipw", "ppi", "d2_only", "ppi_fit_on_d1"]
 PRIMARY = ("rct/ppi", "half_width")
+PLOT = "intervals.png"  # the run's main figure, saved as results/toy.png
 TABLE_METRICS = ["coverage", "half_width", "bias"]
-TIME_BUDGET_S = 180.0
+CPU_BUDGET_S = 180.0
 
 RCT, OBS = "rct", "observational"
 LABELS = {

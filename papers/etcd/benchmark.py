@@ -1,7 +1,7 @@
 """Time ETCD (papers/etcd) at growing sizes: its polynomial-time claim and the speed target.
 
-    python scripts/benchmark_etcd.py                              # latents 2 3 4 6, n = 2000
-    python scripts/benchmark_etcd.py --latents 2 3 4 6 8 --n 2000 --seeds 2
+    python -m papers.etcd.benchmark                              # latents 2 3 4 6, n = 2000
+    python -m papers.etcd.benchmark --latents 2 3 4 6 8 --n 2000 --seeds 2
 
 For each number of latents m, draw ``--seeds`` random graphs that satisfy the pure-children
 assumption (``data.random_pure_children_graph``: 2 pure children per latent plus random
@@ -27,14 +27,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))
 
 from papers.etcd.data import (  # noqa: E402
     case4_graph,

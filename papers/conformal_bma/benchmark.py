@@ -1,7 +1,7 @@
 """Time CB + CBMA per test point (papers/conformal_bma): the issue's speed target.
 
-    python scripts/benchmark_conformal_bma.py                           # n = 100, 1000, 10000
-    python scripts/benchmark_conformal_bma.py --n 1000 --grid 400 --models 3 --repeats 5
+    python -m papers.conformal_bma.benchmark                           # n = 100, 1000, 10000
+    python -m papers.conformal_bma.benchmark --n 1000 --grid 400 --models 3 --repeats 5
 
 For each n: simulate setting A of the brief (x ~ U(-2, 2), y = 0.5 + x + 1.5 x^2 + N(0, 1)),
 take the polynomial candidates of degree 1..``--models`` (default: linear, quadratic, cubic),
@@ -20,14 +20,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))
 
 from papers.conformal_bma.method import (  # noqa: E402
     ModelSpec,

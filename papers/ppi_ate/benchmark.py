@@ -1,7 +1,7 @@
 """Time one full PPI-ATE interval computation (papers/ppi_ate): the issue's speed target.
 
-    python scripts/benchmark_ppi_ate.py                      # n_rct = 1000, n_obs = 1e3, 1e4, 1e5
-    python scripts/benchmark_ppi_ate.py --n-rct 1000 --n-obs 1000 10000 100000 --repeats 3
+    python -m papers.ppi_ate.benchmark                      # n_rct = 1000, n_obs = 1e3, 1e4, 1e5
+    python -m papers.ppi_ate.benchmark --n-rct 1000 --n-obs 1000 10000 100000 --repeats 3
 
 For each n_obs: draw the brief's toy DGP (Sec. 5) with D1 an RCT of ``--n-rct`` rows and D2 an
 observational data set of ``n_obs`` rows, then time ``train.intervals`` with the methods aipw,
@@ -21,14 +21,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))
 
 from papers.ppi_ate.config import Config, SettingConfig  # noqa: E402
 from papers.ppi_ate.data import toy_draw  # noqa: E402

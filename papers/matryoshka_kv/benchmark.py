@@ -1,7 +1,7 @@
 """Cache memory and generation speed of MatryoshkaKV (papers/matryoshka_kv): measured.
 
-    python scripts/benchmark_matryoshka_kv.py                 # the toy model, budgets 1/8..1
-    python scripts/benchmark_matryoshka_kv.py --prompt 256 --new 128 --batch 8 --repeats 3
+    python -m papers.matryoshka_kv.benchmark                 # the toy model, budgets 1/8..1
+    python -m papers.matryoshka_kv.benchmark --prompt 256 --new 128 --batch 8 --repeats 3
 
 For each uniform rank r of d: the bytes per token actually held by the compressed cache after
 a prefill (must be exactly r / d of the full cache's, nothing hidden), and greedy generation
@@ -15,14 +15,9 @@ from __future__ import annotations
 import argparse
 import copy
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))
 
 from papers.matryoshka_kv.config import ModelConfig  # noqa: E402
 from papers.matryoshka_kv.method import KVProjections, uniform_ranks  # noqa: E402
