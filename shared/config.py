@@ -37,7 +37,7 @@ class RuntimeConfig:
     """Where and how a run executes (selected by ``runtime=cpu|gpu``)."""
 
     device: str = "cpu"  # cpu | cuda | auto (auto: cuda when available)
-    num_threads: int = 1  # torch intra-op threads (toy models: one is as fast, and contention-proof)
+    num_threads: int = 1  # torch intra-op threads (toy models: one is as fast, contention-proof)
     mixed_precision: str = "no"  # no | fp16 | bf16 (passed to accelerate)
     progress: bool = True  # tqdm progress bars
 

@@ -27,6 +27,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from shared import claims as claims_lib
+from shared import preflight
 from shared.config import (
     CONFIG_DIR,
     check_slug,
@@ -68,6 +69,8 @@ def execute(
     if cfg.paper != slug:
         raise ValueError(f"config is for paper {cfg.paper!r}, entry point is {slug!r}")
     train, claims = paper_modules(slug)
+    if cfg.scale == "paper" and hasattr(train, "preflight"):
+        preflight.check(slug, train.preflight(cfg))  # before any work or folder is made
     out_dir = Path(out_dir)
     resolved = to_container(cfg_dict)
     state = process_state(cfg.runtime)

@@ -1,0 +1,45 @@
+"""Checks a paper-scale run makes before any work: data on disk, optional packages installed.
+
+A paper's ``train.py`` may define ``preflight(cfg) -> list[str]``, returning one short problem
+per missing thing ("what to install or put where"). :func:`shared.entry.execute` calls it for
+``scale=paper`` runs before it touches the run folder, and stops with all problems on one
+line instead of a traceback minutes into the run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping
+from pathlib import Path
+
+
+class PreflightError(SystemExit):
+    """A paper-scale run cannot start; the message says what to install or put where."""
+
+
+def missing_packages(packages: Mapping[str, str]) -> list[str]:
+    """``{import name: pip requirement}`` -> one problem per package that cannot be imported."""
+    return [
+        f"package {module!r} is missing (pip install '{requirement}')"
+        for module, requirement in packages.items()
+        if importlib.util.find_spec(module) is None
+    ]
+
+
+def missing_paths(paths: Mapping[str, str | Path | None], hint: str = "") -> list[str]:
+    """``{config key or description: path}`` -> one problem per unset or absent path."""
+    problems = []
+    for what, path in paths.items():
+        if path is None or str(path) == "":
+            problems.append(f"{what} is not set{hint}")
+        elif not Path(path).expanduser().exists():
+            problems.append(f"{what}={path} does not exist{hint}")
+    return problems
+
+
+def check(slug: str, problems: list[str]) -> None:
+    """Raise :class:`PreflightError` naming every problem, on one line."""
+    if problems:
+        raise PreflightError(
+            f"papers.{slug} scale=paper cannot start: " + "; ".join(problems) + "."
+        )
