@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import resource
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-import sys
 from pathlib import Path
 
 from shared.config import REPO_ROOT, available_papers
