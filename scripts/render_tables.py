@@ -3,9 +3,11 @@
     python scripts/render_tables.py            # rewrite the tables in place
     python scripts/render_tables.py --check    # CI: fail if any README is out of date
 
-Sources: ``configs/catalog.yaml`` (the 19 papers) and ``papers/<slug>/results/toy.json``
-(written by ``scripts/reproduce.py --write``). Tables sit between marker comments, so the
-prose around them is never touched.
+Sources: ``configs/catalog.yaml`` (the 19 papers), ``papers/<slug>/results/toy.json`` and
+``heldout.json`` (written by ``scripts/reproduce.py --write`` and ``--heldout --write``) and the
+figure ``results/toy.png``. Tables sit between marker comments, so the prose around them is
+never touched. ``--check`` also fails when a results file was made with package versions that
+differ from the lock (``constraints.txt``): results must come from the locked environment.
 """
 
 from __future__ import annotations
@@ -24,13 +26,41 @@ sys.path.insert(0, str(REPO_ROOT))
 from shared.tables import markdown_table, mean_std  # noqa: E402
 
 CATALOG = REPO_ROOT / "configs" / "catalog.yaml"
+LOCK = REPO_ROOT / "constraints.txt"
 PAPERS_TABLE = ("<!-- papers-table:begin -->", "<!-- papers-table:end -->")
 RESULTS_BLOCK = ("<!-- results:begin -->", "<!-- results:end -->")
 
 
-def load_result(slug: str) -> dict | None:
-    path = REPO_ROOT / "papers" / slug / "results" / "toy.json"
+def load_result(slug: str, name: str = "toy.json") -> dict | None:
+    path = REPO_ROOT / "papers" / slug / "results" / name
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def _canonical(name: str) -> str:
+    """PEP 503 name: case and runs of - _ . do not matter."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def locked_versions(lock: Path = LOCK) -> dict[str, str]:
+    """``{canonical package name: version}`` pinned by the lock (``name==version`` lines)."""
+    pins = {}
+    for line in lock.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if "==" in line:
+            name, version = line.split("==", 1)
+            pins[_canonical(name)] = version.strip()
+    return pins
+
+
+def version_mismatches(result: dict, pins: dict[str, str]) -> list[str]:
+    """Packages a results file records at a version other than the lock's (local labels such
+    as ``+cpu`` ignored; python and packages the lock does not pin are not compared)."""
+    out = []
+    for name, version in result.get("versions", {}).items():
+        pinned = pins.get(_canonical(name))
+        if pinned is not None and version.split("+", 1)[0] != pinned.split("+", 1)[0]:
+            out.append(f"{name} {version} (lock: {pinned})")
+    return out
 
 
 SUMMARY_CLAIMS = 3  # claim values shown in the top-level table (all are in the paper README)
@@ -52,6 +82,15 @@ def _claim_summary(result: dict) -> str:
     )
 
 
+def _heldout_status(heldout: dict | None) -> str:
+    if heldout is None:
+        return "held-out seeds not run"
+    failed = [c for c in heldout["claims"] if not c["passed"]]
+    if not failed:
+        return "held-out seeds pass"
+    return f"held-out: {len(failed)} of {len(heldout['claims'])} fail (fragile)"
+
+
 def papers_table() -> str:
     """The top-level table: one row per catalogued paper."""
     rows = []
@@ -63,6 +102,7 @@ def papers_table() -> str:
                 status = "implemented, no results file"
             else:
                 status = "toy claim passes" if result["verdict"] == "pass" else "toy claim FAILS"
+                status += "; " + _heldout_status(load_result(slug, "heldout.json"))
             link = f"[`{slug}`](papers/{slug}/README.md)"
         else:
             status, link = "planned", f"`{slug}`"
@@ -87,35 +127,59 @@ def papers_table() -> str:
     return markdown_table(header, rows)
 
 
-def results_block(result: dict) -> str:
-    """A paper's README block: per-method metrics and the claim verdicts."""
+def _verdict(claim: dict) -> str:
+    if claim["role"] == "diagnostic":
+        return "holds" if claim["holds"] else "does not hold"
+    return "PASS" if claim["passed"] else "FAIL"
+
+
+def results_block(result: dict, heldout: dict | None = None) -> str:
+    """A paper's README block: per-method metrics, the claim verdicts on the claim seeds and on
+    the held-out seeds, and the toy figure."""
     labels = result.get("labels", {})
     metrics = result["table_metrics"]
     rows = [
         [labels.get(m, m)] + [mean_std(result["metrics"][m].get(k)) for k in metrics]
         for m in result["metrics"]
     ]
+    held = {c["name"]: c for c in heldout["claims"]} if heldout else {}
     claims = [
-        [
-            c["name"],
-            c["role"],
-            c["statement"],
-            f"{c['measured']:.4g}",
-            ("holds" if c["holds"] else "does not hold")
-            if c["role"] == "diagnostic"
-            else ("PASS" if c["passed"] else "FAIL"),
-        ]
+        [c["name"], c["role"], c["statement"], f"{c['measured']:.4g}", _verdict(c)]
+        + (
+            [f"{held[c['name']]['measured']:.4g}", _verdict(held[c["name"]])]
+            if c["name"] in held
+            else ["-", "not run"]
+        )
         for c in result["claims"]
     ]
-    return "\n\n".join(
-        [
-            f"Toy scale, seeds {result['seeds']}, mean ± std over seeds "
-            f"(`{result['command']}`, {result['wall_time_s']:.0f} s, "
-            f"commit `{(result.get('git_commit') or 'unknown')[:12]}`).",
-            markdown_table(["method", *metrics], rows),
-            markdown_table(["claim", "role", "statement", "measured", "verdict"], claims),
-        ]
+    seeds_note = (
+        f"held-out seeds {heldout['seeds']} (`{heldout['command']}`, "
+        f"{heldout['wall_time_s']:.0f} s): verdict **{heldout['verdict']}**"
+        if heldout
+        else "held-out seeds: not run yet (`python scripts/reproduce.py --heldout --write`)"
     )
+    figure = REPO_ROOT / "papers" / result["paper"] / "results" / "toy.png"
+    parts = [
+        f"Toy scale, seeds {result['seeds']}, mean ± std over seeds "
+        f"(`{result['command']}`, {result['wall_time_s']:.0f} s, "
+        f"commit `{(result.get('git_commit') or 'unknown')[:12]}`); {seeds_note}.",
+        markdown_table(["method", *metrics], rows),
+        markdown_table(
+            [
+                "claim",
+                "role",
+                "statement",
+                "measured",
+                "verdict",
+                "held-out measured",
+                "held-out verdict",
+            ],
+            claims,
+        ),
+    ]
+    if figure.is_file():
+        parts.append(f"![toy result: {result['paper']}](results/toy.png)")
+    return "\n\n".join(parts)
 
 
 def replace_between(text: str, markers: tuple[str, str], body: str, path: Path) -> str:
@@ -131,12 +195,23 @@ def targets() -> list[tuple[Path, tuple[str, str], str]]:
     for readme in sorted((REPO_ROOT / "papers").glob("*/README.md")):
         result = load_result(readme.parent.name)
         body = (
-            results_block(result)
+            results_block(result, load_result(readme.parent.name, "heldout.json"))
             if result
             else "No results file yet: run "
             f"`python scripts/reproduce.py --paper {readme.parent.name} --write`."
         )
         out.append((readme, RESULTS_BLOCK, body))
+    return out
+
+
+def stale_environments() -> list[str]:
+    """One line per results file whose recorded package versions differ from the lock."""
+    pins = locked_versions()
+    out = []
+    for path in sorted((REPO_ROOT / "papers").glob("*/results/*.json")):
+        mismatches = version_mismatches(json.loads(path.read_text()), pins)
+        if mismatches:
+            out.append(f"{path.relative_to(REPO_ROOT)}: {', '.join(mismatches)}")
     return out
 
 
@@ -155,6 +230,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.check and stale:
         print("out of date (run python scripts/render_tables.py):", *map(str, stale), sep="\n  ")
         return 1
+    if args.check:
+        unlocked = stale_environments()
+        if unlocked:
+            print(
+                "results made outside the locked environment (constraints.txt); rerun "
+                "python scripts/reproduce.py --paper <slug> --write (and --heldout --write):",
+                *unlocked,
+                sep="\n  ",
+            )
+            return 1
     print("updated: " + ", ".join(map(str, stale)) if stale else "README tables up to date")
     return 0
 

@@ -1,17 +1,22 @@
 """Rerun papers' toy claims and print the verdict table.
 
-    python scripts/reproduce.py --paper adamcb          # one paper, all its claim seeds
-    python scripts/reproduce.py --paper all --write     # every paper; write results files
+    python scripts/reproduce.py --paper adamcb                    # one paper, all its claim seeds
+    python scripts/reproduce.py --paper all --write               # every paper; write results
+    python scripts/reproduce.py --paper all --heldout --write     # the held-out seed set
 
 ``--write`` stores ``papers/<slug>/results/toy.json`` (per-method mean and std, each claim's
-measured value, threshold and verdict, command, commit, versions, wall time); then run
-``python scripts/render_tables.py`` to refresh the README tables from those files.
+measured value, threshold and verdict, command, commit, versions, wall time) and the run's main
+figure (``claims.PLOT``) as ``results/toy.png``. ``--heldout`` reruns the claims on the paper's
+``HELDOUT_SEEDS`` (as many seeds as ``SEEDS``, disjoint from every seed used to build the claim)
+and writes ``results/heldout.json``: a claim that fails there is fragile, and is reported, never
+retuned. Then run ``python scripts/render_tables.py`` to refresh the README tables.
 Exit status is 1 if any claim or negative control fails.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -24,22 +29,50 @@ from shared.entry import check_claims, paper_modules  # noqa: E402
 from shared.records import write_json  # noqa: E402
 from shared.tables import markdown_table  # noqa: E402
 
-RESULTS_FILE = Path("results") / "toy.json"
+RESULTS_DIR = Path("results")
+TOY_FILE, HELDOUT_FILE, FIGURE_FILE = "toy.json", "heldout.json", "toy.png"
 
 
-def reproduce(slug: str, seeds: list[int] | None, write: bool, progress: bool) -> bool:
-    """Run one paper's claims; print them; optionally write its results file."""
+def reproduce(
+    slug: str, seeds: list[int] | None, write: bool, progress: bool, heldout: bool = False
+) -> bool:
+    """Run one paper's claims; print them; optionally write its results file (and figure)."""
     _, claims = paper_modules(slug)
+    if heldout:
+        if seeds is not None:
+            raise SystemExit("--heldout runs the paper's HELDOUT_SEEDS; drop --seeds")
+        seeds = list(claims.HELDOUT_SEEDS)
     overrides = () if progress else ("runtime.progress=false",)
+    results_dir = REPO_ROOT / "papers" / slug / RESULTS_DIR
     with tempfile.TemporaryDirectory(prefix=f"claims-{slug}-") as tmp:
         record = check_claims(slug, Path(tmp), seeds=seeds, overrides=overrides)
+        if write and not heldout:
+            figure = Path(tmp) / claims.PLOT
+            if not figure.is_file():
+                raise SystemExit(f"{slug}: the run wrote no {claims.PLOT} (claims.PLOT)")
+            results_dir.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(figure, results_dir / FIGURE_FILE)
     passed = all(c["passed"] for c in record["claims"])
+    print(f"\n{slug}: {'held-out' if heldout else 'claim'} seeds {record['seeds']}")
+    print(
+        markdown_table(
+            ["claim", "role", "measured", "threshold", "passed"],
+            [
+                [c["name"], c["role"], f"{c['measured']:.4g}", f"{c['threshold']:.4g}", c["passed"]]
+                for c in record["claims"]
+            ],
+        )
+    )
     if write:
-        seed_arg = "" if seeds is None else f" --seeds {' '.join(map(str, seeds))}"
+        if heldout:
+            seed_arg = " --heldout"
+        else:
+            seed_arg = "" if seeds is None else f" --seeds {' '.join(map(str, seeds))}"
         write_json(
             {
                 "paper": slug,
                 "scale": record["scale"],
+                "seed_set": "heldout" if heldout else "claim",
                 "seeds": record["seeds"],
                 "command": f"python scripts/reproduce.py --paper {slug}{seed_arg}",
                 "verdict": "pass" if passed else "fail",
@@ -51,7 +84,7 @@ def reproduce(slug: str, seeds: list[int] | None, write: bool, progress: bool) -
                 "versions": record["versions"],
                 "wall_time_s": record["wall_time_s"],
             },
-            REPO_ROOT / "papers" / slug / RESULTS_FILE,
+            results_dir / (HELDOUT_FILE if heldout else TOY_FILE),
         )
     return passed
 
@@ -66,19 +99,29 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="override the claim's seeds (default: all of them)",
     )
-    parser.add_argument("--write", action="store_true", help="write papers/<slug>/results/toy.json")
+    parser.add_argument(
+        "--heldout",
+        action="store_true",
+        help="run the claims on the paper's HELDOUT_SEEDS (writes results/heldout.json)",
+    )
+    parser.add_argument(
+        "--write", action="store_true", help="write papers/<slug>/results/{toy.json,toy.png}"
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
     args = parser.parse_args(argv)
 
-    papers = available_papers() if args.paper == "all" else [args.paper]
+    papers = available_papers() if args.paper == "all" else args.paper.split(",")
     unknown = sorted(set(papers) - set(available_papers()))
     if unknown:
         parser.error(f"unknown paper(s) {unknown}; known: {', '.join(available_papers())}")
     verdicts = []
     for slug in papers:
-        ok = reproduce(slug, args.seeds, args.write, progress=not args.no_progress)
+        ok = reproduce(
+            slug, args.seeds, args.write, progress=not args.no_progress, heldout=args.heldout
+        )
         verdicts.append([slug, "PASS" if ok else "FAIL"])
-    print("\n" + markdown_table(["paper", "toy claim"], verdicts))
+    column = "held-out claim" if args.heldout else "toy claim"
+    print("\n" + markdown_table(["paper", column], verdicts))
     return 0 if all(v[1] == "PASS" for v in verdicts) else 1
 
 
