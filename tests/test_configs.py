@@ -7,6 +7,8 @@ from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ConfigKeyError, ValidationError
 
 from shared.config import SCALES, compose, compose_dict
+from shared.entry import execute, paper_modules
+from shared.preflight import PreflightError
 from tests.helpers import run_cli
 
 
@@ -98,3 +100,28 @@ def test_multirun_sweep_writes_one_folder_per_job(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = sorted(p.parent.name for p in tmp_path.rglob("result.json"))
     assert results == ["methods=[adam],seeds=[0]", "methods=[adam],seeds=[1]"]
+
+
+def test_paper_scale_checks_data_and_packages_before_any_work(slug, tmp_path):
+    """A paper whose paper scale needs local data or optional packages names every missing
+    one, on one line, before it makes the run folder (``train.preflight``)."""
+    train, _ = paper_modules(slug)
+    if not hasattr(train, "preflight"):
+        pytest.skip(f"{slug}'s paper scale needs nothing outside the repository")
+    out_dir = tmp_path / "run"
+    with pytest.raises(PreflightError) as error:
+        execute(slug, compose_dict(slug, "paper", ["runtime.progress=false"]), out_dir)
+    message = str(error.value)
+    assert message.startswith(f"papers.{slug} scale=paper cannot start: ")
+    assert "\n" not in message
+    assert not out_dir.exists(), "the run folder was made before the check"
+
+
+def test_preflight_from_the_command_line_is_one_line(tmp_path):
+    proc = run_cli(
+        ["-m", "papers.matryoshka_kv.train", "scale=paper", f"out_root={tmp_path}"], cwd=tmp_path
+    )
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert lines == [lines[0]] and "model.path is not set" in lines[0], proc.stderr
