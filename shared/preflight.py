@@ -18,10 +18,10 @@ class PreflightError(SystemExit):
 
 
 def missing_packages(packages: Mapping[str, str]) -> list[str]:
-    """``{import name: pip requirement}`` -> one problem per package that cannot be imported."""
+    """``{import name: how to install it}`` -> one problem per package that cannot be imported."""
     return [
-        f"package {module!r} is missing (pip install '{requirement}')"
-        for module, requirement in packages.items()
+        f"package {module!r} is missing ({install})"
+        for module, install in packages.items()
         if importlib.util.find_spec(module) is None
     ]
 

@@ -19,6 +19,7 @@ TABLE_METRICS = ["returned", "f1", "ordering_rate", "latent_exact", "observed_f1
 CPU_BUDGET_S = 180.0
 
 CASE4, VIOLATING = "case4", "violating"
+CASE4_F1 = 0.85  # brief Sec. 5: ETCD's accuracy bar on Case 4
 LABELS = {
     f"{CASE4}/etcd": "Case 4: ETCD",
     f"{CASE4}/etcd_no_error": "Case 4: ETCD without error signal (ablation)",
@@ -33,7 +34,8 @@ CLAIMS = [
         "Case 4: returns a graph in >= 6/10 seeds", MeanAtLeast("returned", (f"{CASE4}/etcd",), 0.6)
     ),
     Claim(
-        "Case 4: mean F1 of returned graphs >= 0.85", MeanAtLeast("f1", (f"{CASE4}/etcd",), 0.85)
+        "Case 4: mean F1 of returned graphs >= 0.85",
+        MeanAtLeast("f1", (f"{CASE4}/etcd",), CASE4_F1),
     ),
     Claim(
         "Case 4: mean ordering rate >= 0.85", MeanAtLeast("ordering_rate", (f"{CASE4}/etcd",), 0.85)
@@ -50,10 +52,12 @@ CLAIMS = [
         "Case 4: observed-edge F1 beats DirectLiNGAM by >= 0.25",
         MarginAtLeast("observed_f1", f"{CASE4}/etcd", f"{CASE4}/direct_lingam", 0.25),
     ),
-    # Without the error signal ETCD never refuses, so it cannot pass the trust claim.
+    # Why the error signal matters, measured: without it ETCD returns a graph on every
+    # violating data set, and those graphs are wrong; they miss the F1 bar ETCD clears on
+    # Case 4. (The ablation never raises by construction, so "it raises" could not fail.)
     Claim(
-        "ablation without error signal: raises in >= 9/10",
-        MeanAtLeast("raised", (f"{VIOLATING}/etcd_no_error",), 0.9),
+        "ablation without error signal, violating graphs: mean F1 of its graphs >= 0.85",
+        MeanAtLeast("f1", (f"{VIOLATING}/etcd_no_error",), CASE4_F1),
         role="negative_control",
     ),
     # A latent-blind method cannot reach ETCD's accuracy bar on the observed edges.

@@ -47,12 +47,24 @@ from shared.entry import main  # noqa: E402
 from shared.experiment import RunOutput, check_names, run_grid  # noqa: E402
 from shared.logger import MetricsLogger  # noqa: E402
 from shared.plotting import plt  # noqa: E402
+from shared.preflight import missing_packages  # noqa: E402
 from shared.records import Results, by_setting  # noqa: E402
 
 HAS_TRAINABLE_PARAMETERS = False  # causal discovery: nothing is trained
 METHODS = ("etcd", "etcd_no_error", "direct_lingam", "gin")
 GRAPHS = {"case4": case4_graph, "violating": violating_graph}
 UNDEFINED = float("nan")  # metric of a graph that was not returned
+# Optional packages by method: GIN, a paper-scale baseline, comes from causal-learn.
+OPTIONAL_PACKAGES = {"gin": {"causallearn": "pip install -e '.[paper]' for causal-learn"}}
+
+
+def preflight(cfg: Config) -> list[str]:
+    """Paper scale simulates its data; only the GIN baseline needs an optional package."""
+    return [
+        f"method {method!r}: {problem}"
+        for method in cfg.methods
+        for problem in missing_packages(OPTIONAL_PACKAGES.get(method, {}))
+    ]
 
 
 def settings_from(cfg: Config, error: bool) -> ETCDSettings:

@@ -1,0 +1,57 @@
+"""ETCD's negative controls measure something, and its paper scale checks its packages first."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from papers.etcd import claims
+from papers.etcd.train import preflight, run_graph_seed
+from shared.config import compose, compose_dict
+from shared.entry import execute
+from shared.preflight import PreflightError
+
+
+def test_no_negative_control_is_fixed_by_construction():
+    """The ablation never raises (``run_graph_seed`` records its graph whatever the trust
+    statistic says), so a control on its ``raised`` rate could not fail; the control must be
+    on the quality of the graphs it returns instead."""
+    for claim in claims.CLAIMS:
+        if claim.role != "negative_control":
+            continue
+        methods = claim.comparator.methods_needed()
+        assert not (claim.comparator.metric == "raised" and any("no_error" in m for m in methods))
+    ablation = [
+        c
+        for c in claims.CLAIMS
+        if c.role == "negative_control"
+        and c.comparator.methods_needed() == {f"{claims.VIOLATING}/etcd_no_error"}
+    ]
+    assert [c.comparator.metric for c in ablation] == ["f1"]
+    assert ablation[0].comparator.threshold == claims.CASE4_F1
+
+
+def test_the_ablation_returns_a_wrong_graph_on_a_violating_data_set():
+    cfg = compose("etcd", "toy", ["methods=[etcd_no_error]", "seeds=[0]"])
+    output, _ = run_graph_seed("violating", 0, cfg)
+    assert output.metrics["etcd_no_error.returned"] == 1.0
+    f1 = output.metrics["etcd_no_error.f1"]
+    assert math.isfinite(f1) and f1 < claims.CASE4_F1
+
+
+def test_paper_scale_names_the_missing_causal_learn(monkeypatch, tmp_path):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "causallearn" else real(name)
+    )
+    cfg = compose("etcd", "paper")
+    assert "gin" in cfg.methods
+    problems = preflight(cfg)
+    assert problems and "causal-learn" in problems[0] and ".[paper]" in problems[0]
+    with pytest.raises(PreflightError, match="causal-learn"):
+        execute("etcd", compose_dict("etcd", "paper"), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+    assert preflight(compose("etcd", "paper", ["methods=[etcd]"])) == []
