@@ -57,8 +57,11 @@ CLAIMS = [
         MeanAtLeast("ba_fraction", (BOUNDS,), 0.95, every_seed=True),
     ),
     Claim(
-        "InfoNCE with the optimal critic stays <= ln 128",
+        "InfoNCE with the optimal critic stays <= ln 128 (an identity, reported)",
         MeanAtMost("infonce_estimate", (BOUNDS,), INFONCE_CEILING, every_seed=True),
+        # ln N minus a cross-entropy can never exceed ln N, so this cannot fail: it shows the
+        # ceiling beside the decoder bound (the gated claim above) and never gates.
+        role="diagnostic",
     ),
     # Without the context graph the same code learns structure only: no margin over random.
     Claim(

@@ -59,6 +59,29 @@ def zero_linear_biases(module: nn.Module) -> nn.Module:
     return module
 
 
+class MaxNormEmbedding(nn.Embedding):
+    """`nn.Embedding(max_norm=...)` whose frozen table is never written.
+
+    PyTorch renormalises the looked-up rows *in place* (`embedding_renorm_`: a row with norm
+    above `max_norm` is scaled by `max_norm / (norm + 1e-7)`), so even an eval forward of a
+    frozen encoder would change its stored weights. While the table trains (`requires_grad`) the
+    official in-place semantics are kept; once frozen, the same scaling is applied to the
+    looked-up copy instead, which computes the same function without modifying the weights.
+    """
+
+    RENORM_EPS = 1e-7  # the constant of PyTorch's embedding_renorm_
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        if self.max_norm is None or self.weight.requires_grad:
+            return super().forward(idx)
+        rows = F.embedding(idx, self.weight, self.padding_idx)  # no max_norm: no write
+        norms = rows.norm(p=self.norm_type, dim=-1, keepdim=True)
+        scale = torch.where(
+            norms > self.max_norm, self.max_norm / (norms + self.RENORM_EPS), torch.ones_like(norms)
+        )
+        return rows * scale
+
+
 class CategoricalEncoder(nn.Module):
     """Sum of one embedding per categorical column: (n, F) long -> (n, d)."""
 
@@ -66,7 +89,7 @@ class CategoricalEncoder(nn.Module):
         super().__init__()
         self.embeddings = nn.ModuleList()
         for size in field_sizes:
-            emb = nn.Embedding(int(size), emb_dim, max_norm=EMBEDDING_MAX_NORM)
+            emb = MaxNormEmbedding(int(size), emb_dim, max_norm=EMBEDDING_MAX_NORM)
             nn.init.xavier_uniform_(emb.weight)
             self.embeddings.append(emb)
 
@@ -315,24 +338,18 @@ class ProjectionMLP(nn.Module):
 def freeze(module: nn.Module) -> nn.Module:
     """Freeze `module` for the frozen-encoder probe (Sec. 3.6, 3.8.10); returns it.
 
-    * every parameter gets `requires_grad=False`;
+    * every parameter gets `requires_grad=False`; nothing stored is modified, so the frozen
+      weights stay bit-identical through any number of forwards;
     * the module is put in eval mode, so BatchNorm uses (and never updates) its running stats
       and dropout is off. A later `.train()` on a *parent* would switch it back: keep the frozen
       module outside the trained one, or wrap it in `FrozenProbe`, which re-freezes it;
-    * `max_norm` embeddings are renormalised once over all rows and their `max_norm` is then
-      cleared. Otherwise every forward would rescale looked-up rows in place (PyTorch's
-      `max_norm` semantics), so a never-trained or freshly loaded encoder would change on its
-      first forward and the weights would not stay bit-identical. After the renorm every row
-      already has norm <= max_norm, so the function computed is unchanged.
+    * `max_norm` embeddings are :class:`MaxNormEmbedding`: with a frozen table they rescale the
+      looked-up rows out of place, the same values PyTorch's in-place renormalisation would
+      give, and keep `max_norm`, so pre-training that continues once `requires_grad` is back on
+      behaves exactly as if the module had never been frozen.
     """
     for p in module.parameters():
         p.requires_grad_(False)
-    with torch.no_grad():
-        for m in module.modules():
-            if isinstance(m, nn.Embedding) and m.max_norm is not None:
-                rows = torch.arange(m.num_embeddings, device=m.weight.device)
-                torch.embedding_renorm_(m.weight, rows, m.max_norm, m.norm_type)
-                m.max_norm = None
     module.eval()
     return module
 

@@ -33,6 +33,7 @@ from shared.experiment import RunOutput, check_names, run_grid
 from shared.logger import MetricsLogger
 from shared.loop import fit
 from shared.plotting import plt
+from shared.preflight import missing_paths
 from shared.records import Results
 from shared.runtime import make_accelerator
 from shared.seeding import seed_everything
@@ -429,6 +430,19 @@ def mutual_information_check(cfg: Config, seed: int) -> dict[str, float]:
         dim=b.dim, noise=b.noise, batch=b.infonce_batch, n_batches=b.infonce_batches, seed=seed
     )
     return {"ba_bound": ba, "ba_fraction": ba / truth, "infonce_estimate": nce, "true_mi": truth}
+
+
+def preflight(cfg: Config) -> list[str]:
+    """Paper scale reads the official pre-training folder and one assays table (nothing is
+    downloaded): name the unset or absent ones, and each missing file of the folder."""
+    d = cfg.data
+    hint = " (local files, see configs/infoalign/paper.yaml)"
+    problems = missing_paths({"data.root": d.root, "data.downstream_path": d.downstream_path}, hint)
+    if d.root is not None and Path(d.root).expanduser().is_dir():
+        absent = [f for f in D.CONTEXT_FILES.values() if not (Path(d.root) / f).is_file()]
+        if absent:
+            problems.append(f"data.root={d.root} lacks {', '.join(absent)}")
+    return problems
 
 
 def run(cfg: Config, out_dir: Path) -> Results:

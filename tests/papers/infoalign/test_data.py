@@ -381,3 +381,25 @@ def test_paper_scale_experiment_runs_on_the_stand_in_folder(paper_root, tmp_path
     for metrics in results.values():
         assert len(metrics["test_auc"]) == 1
     assert (tmp_path / "run" / "test_auc.png").exists()
+
+
+def test_paper_scale_preflight_names_what_is_missing(paper_root, tmp_path):
+    from papers.infoalign.train import preflight
+    from shared.config import compose
+
+    assays = tmp_path / "assays.csv.gz"
+    assays.write_bytes(b"")
+    ok = compose(
+        "infoalign", "paper", [f"data.root={paper_root}", f"data.downstream_path={assays}"]
+    )
+    assert preflight(ok) == []
+    unset = preflight(compose("infoalign", "paper"))
+    assert [p.split(" ")[0] for p in unset] == ["data.root", "data.downstream_path"]
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    (partial / "structure.csv.gz").write_bytes(b"")
+    problems = preflight(
+        compose("infoalign", "paper", [f"data.root={partial}", f"data.downstream_path={assays}"])
+    )
+    assert len(problems) == 1 and "lacks CP-Bray.csv.gz" in problems[0]
+    assert "structure.csv.gz" not in problems[0]

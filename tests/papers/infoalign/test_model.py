@@ -194,8 +194,8 @@ def test_frozen_probe_keeps_encoder_bit_identical():
     # Sec. 7 item 8: one optimizer step on the task head leaves encoder + Gaussian head (weights
     # and BatchNorm running stats) bit-identical, for a never-trained (max_norm) encoder too.
     model = small_model(virtual_node=True)
+    before = _snapshot(model)  # before freezing: freezing itself must not write either
     probe = FrozenProbe(model, mlp_head(D, 4 * D, 3, 0.2))
-    before = _snapshot(model)
     head_before = _snapshot(probe.head)
     opt = torch.optim.Adam([p for p in probe.parameters() if p.requires_grad], lr=1e-2)
     probe.train()
@@ -238,3 +238,51 @@ def test_freeze_without_probe_and_control():
     np.testing.assert_allclose(
         live.embed(batch).detach().numpy(), frozen.embed(batch).numpy(), rtol=1e-5, atol=1e-5
     )
+
+
+def _oversized_rows(model: nn.Module) -> nn.Module:
+    """Scale every max_norm table so its rows exceed max_norm: renormalisation must act."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.Embedding) and m.max_norm is not None:
+                m.weight.mul_(10.0)
+                assert (m.weight.norm(dim=1) > m.max_norm).all()
+    return model
+
+
+def test_freeze_never_writes_the_stored_weights_and_keeps_the_function():
+    batch = batch_of("c1ccccc1", "CCO", "CC(=O)O")
+    model = _oversized_rows(small_model())
+    reference = copy.deepcopy(model).eval()  # unfrozen: PyTorch's in-place max_norm lookups
+    before = _snapshot(model)
+    frozen = freeze(model)
+    outs = [frozen.embed(batch) for _ in range(3)]
+    for k, v in _snapshot(frozen).items():
+        assert torch.equal(v, before[k]), f"freeze or a frozen forward changed {k}"
+    assert all(m.max_norm is not None for m in frozen.modules() if isinstance(m, nn.Embedding))
+    with torch.no_grad():
+        expected = reference.embed(batch)  # renormalises reference's rows in place
+    for out in outs:
+        torch.testing.assert_close(out, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_pretraining_continued_after_freezing_is_pretraining_without_it():
+    batch = batch_of("c1ccccc1", "CCO", "CC(=O)O", "c1ccncc1")
+    never_frozen = _oversized_rows(small_model())
+    was_frozen = copy.deepcopy(never_frozen)
+    freeze(was_frozen).embed(batch)  # a frozen probe forward, then back to pre-training
+    for p in was_frozen.parameters():
+        p.requires_grad_(True)
+    for model in (never_frozen, was_frozen):
+        torch.manual_seed(0)  # the same dropout masks for both
+        model.train()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        for _ in range(3):
+            loss = model.embed(batch).square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    for (name, a), b in zip(
+        never_frozen.state_dict().items(), was_frozen.state_dict().values(), strict=True
+    ):
+        assert torch.equal(a, b), name
