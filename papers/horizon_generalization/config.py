@@ -5,6 +5,7 @@ Every key is checked by Hydra at start: an unknown key or a wrong type fails nam
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from shared.config import ExperimentConfig, LoopConfig
@@ -40,6 +41,9 @@ class CriticConfig:
     hidden: int = 128
     n_hidden_layers: int = 2
     mrn_chunks: int = 4
+    # Linear-layer initialisation: "lecun" as the official flax Dense layers (LeCun-uniform
+    # kernels, zero biases), or "torch" (PyTorch's nn.Linear default).
+    init: str = "lecun"
 
 
 @dataclass
@@ -61,6 +65,11 @@ class EvalConfig:
     max_steps: int = 100
     planner_c: int = 3  # waypoints at exactly c steps from s
     pi_pairs: int = 200
+    # Inclusive BFS-distance ranges of the success bins (brief Sec. 5, for the 11 x 11 room:
+    # near d <= 5, mid 6-10, far d > 10); a larger layout sets its own.
+    bins: dict[str, list[float]] = field(
+        default_factory=lambda: {"near": [1, 5], "mid": [6, 10], "far": [11, math.inf]}
+    )
 
 
 @dataclass

@@ -7,9 +7,9 @@ goal indices (higher = better), so learned critics ``f(s, a, g)`` and the oracle
 
 :func:`evaluate` draws start-goal pairs (s != g) uniformly with its own seed, rolls all of
 them out in one batch (:func:`rollout`; success = the goal cell is visited within
-``max_steps``) and reports success per BFS-distance bin (:data:`BINS`), the horizon
-generalization ratio ``eta = far / near``, the far optimal-action rate and the
-learned-planner planning-invariance rate.
+``max_steps``) and reports success per BFS-distance bin (``bins``, the config's
+``eval.bins``), the horizon generalization ratio ``eta = far / near``, the far
+optimal-action rate and the learned-planner planning-invariance rate.
 
 Planning invariance (``pi_rate``): with the critic's own distance
 $d_f(s, g) = -\max_a q(s, a, g)$ and its own planner
@@ -26,7 +26,7 @@ action optimal towards a waypoint on a shortest path is optimal towards the goal
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -34,8 +34,18 @@ from papers.horizon_generalization.env import Grid
 
 QFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
-# Inclusive BFS-distance ranges of the success bins (brief Sec. 5).
-BINS: dict[str, tuple[float, float]] = {"near": (1, 5), "mid": (6, 10), "far": (11, np.inf)}
+Bins = Mapping[str, Sequence[float]]  # bin name -> inclusive (low, high) BFS distance
+
+
+def check_bins(bins: Bins) -> None:
+    """Bins are named, include ``near`` and ``far`` (the horizon measures read them), and each
+    is an inclusive ``(low, high)`` range with ``1 <= low <= high``."""
+    missing = {"near", "far"} - set(bins)
+    if missing:
+        raise ValueError(f"eval.bins needs the bins {sorted(missing)}; got {sorted(bins)}")
+    for name, edges in bins.items():
+        if len(edges) != 2 or not 1 <= edges[0] <= edges[1]:
+            raise ValueError(f"eval.bins.{name} must be [low, high], 1 <= low <= high: {edges}")
 
 
 def oracle_q(grid: Grid) -> QFn:
@@ -158,6 +168,8 @@ def evaluate(
     max_steps: int = 100,
     planner_c: int = 3,
     pi_pairs: int = 200,
+    *,
+    bins: Bins,
 ) -> dict:
     """Success by distance, horizon generalization and planning invariance of a critic.
 
@@ -168,9 +180,11 @@ def evaluate(
         max_steps: the step limit of each rollout.
         planner_c: waypoint distance c of the learned planner.
         pi_pairs: the planning-invariance rate uses the first ``pi_pairs`` far pairs.
+        bins: inclusive BFS-distance ranges by name (``eval.bins``; the brief's 11 x 11 room:
+            near 1-5, mid 6-10, far 11+); ``near`` and ``far`` are required.
 
     Returns:
-        ``{near,mid,far}_success`` (NaN for an empty bin), ``n_{near,mid,far}`` (int),
+        ``<bin>_success`` per bin (NaN for an empty bin), ``n_<bin>`` (int),
         ``success`` (all pairs), ``eta = far_success / near_success`` (NaN if near is 0 or
         empty), ``far_optimal_action_rate`` (fraction of far pairs whose greedy first action
         lowers the true BFS distance by exactly one), ``pi_rate`` and ``pi_rate_strict``
@@ -183,7 +197,8 @@ def evaluate(
     success, _, _ = rollout(q_fn, grid, starts, goals, max_steps=max_steps)
 
     metrics: dict = {}
-    for name, (low, high) in BINS.items():
+    check_bins(bins)
+    for name, (low, high) in bins.items():
         in_bin = (distance >= low) & (distance <= high)
         metrics[f"{name}_success"] = _rate(success[in_bin])
         metrics[f"n_{name}"] = int(in_bin.sum())
@@ -191,7 +206,7 @@ def evaluate(
     near = metrics["near_success"]
     metrics["eta"] = metrics["far_success"] / near if near > 0 else float("nan")
 
-    far = np.flatnonzero(distance >= BINS["far"][0])
+    far = np.flatnonzero((distance >= bins["far"][0]) & (distance <= bins["far"][1]))
     far_starts, far_goals = starts[far], goals[far]
     if len(far):
         first = greedy_actions(q_fn, grid, far_starts, far_goals)

@@ -38,8 +38,8 @@ Details taken from the official code (`vivekmyers/horizon_generalization`, `src/
   `coef * mean_i (logsumexp_j (L_ij + 1e-6))^2` over rows, on the same diagonal-masked logits
   when resubstitution is off.
 - Encoders in the official code: Dense layers with LeCun-uniform kernels and zero biases
-  (flax), no LayerNorm by default. `init="lecun"` reproduces that; the default `"torch"` keeps
-  PyTorch's `nn.Linear` initialisation.
+  (flax), no LayerNorm by default. `init="lecun"` (the default, config key `critic.init`)
+  reproduces that; `"torch"` keeps PyTorch's `nn.Linear` initialisation.
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ class Critic(nn.Module):
         n_hidden_layers: int = 2,
         mrn_chunks: int = 4,
         activation: str = "silu",
-        init: str = "torch",
+        init: str = "lecun",
     ):
         super().__init__()
         if kind not in KINDS:

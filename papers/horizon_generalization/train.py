@@ -85,6 +85,7 @@ def train_one(
             hidden=c.hidden,
             n_hidden_layers=c.n_hidden_layers,
             mrn_chunks=c.mrn_chunks,
+            init=c.init,
         )
         optimizer = torch.optim.Adam(critic.parameters(), lr=cfg.train.lr)
         critic, optimizer = accelerator.prepare(critic, optimizer)
@@ -132,6 +133,7 @@ def train_one(
         max_steps=e.max_steps,
         planner_c=e.planner_c,
         pi_pairs=e.pi_pairs,
+        bins=e.bins,
     )
     by_distance = result.pop("success_by_distance")
     metrics.update({k: float(v) for k, v in result.items()})

@@ -9,13 +9,15 @@ import pytest
 
 from papers.horizon_generalization.env import make_grid
 from papers.horizon_generalization.evaluate import (
-    BINS,
     evaluate,
     oracle_q,
     planning_invariance,
     rollout,
     sample_pairs,
 )
+from shared.config import compose
+
+BINS = compose("horizon_generalization", "toy").eval.bins  # the config's bins
 
 
 @pytest.fixture(scope="module", params=["open", "wall"])
@@ -48,7 +50,7 @@ def test_oracle_scores_shortest_path_values(grid):
 
 
 def test_oracle_is_perfect(grid):
-    metrics = evaluate(oracle_q(grid), grid, n_pairs=1000, seed=7)
+    metrics = evaluate(oracle_q(grid), grid, n_pairs=1000, seed=7, bins=BINS)
     for name in BINS:
         assert metrics[f"{name}_success"] == 1.0
         assert metrics[f"n_{name}"] > 100
@@ -69,12 +71,24 @@ def test_oracle_rollouts_are_shortest(grid):
 
 
 def test_bins_partition_all_pairs(grid):
-    metrics = evaluate(always(0), grid, n_pairs=600, seed=3)
+    metrics = evaluate(always(0), grid, n_pairs=600, seed=3, bins=BINS)
     assert metrics["n_near"] + metrics["n_mid"] + metrics["n_far"] == 600
     starts, goals = sample_pairs(grid, 600, np.random.default_rng(3))
     distance = grid.distances[starts, goals]
     assert sorted(metrics["success_by_distance"]) == sorted(set(distance.tolist()))
-    assert list(BINS.values()) == [(1, 5), (6, 10), (11, np.inf)]
+    assert BINS == {"near": [1, 5], "mid": [6, 10], "far": [11, np.inf]}  # brief Sec. 5
+
+
+def test_bins_come_from_the_config_and_are_checked(grid):
+    wide = {"near": [1, 2], "far": [3, np.inf]}
+    metrics = evaluate(oracle_q(grid), grid, n_pairs=300, seed=3, bins=wide)
+    assert metrics["n_near"] + metrics["n_far"] == 300 and "n_mid" not in metrics
+    with pytest.raises(ValueError, match="far"):
+        evaluate(oracle_q(grid), grid, n_pairs=10, bins={"near": [1, 5]})
+    with pytest.raises(ValueError, match="eval.bins.near"):
+        evaluate(oracle_q(grid), grid, n_pairs=10, bins={"near": [5, 1], "far": [6, 9]})
+    cfg = compose("horizon_generalization", "toy", ["eval.bins.far=[12,inf]"])
+    assert cfg.eval.bins["far"] == [12, np.inf]
 
 
 def test_success_means_visiting_the_goal():
@@ -89,13 +103,13 @@ def test_success_means_visiting_the_goal():
     assert np.array_equal(success, visited)
     assert np.array_equal(steps[success], (rows[starts] - rows[goals])[success])
     assert (steps[~success] == 30).all()
-    metrics = evaluate(always(0), grid, n_pairs=1000, seed=5)
+    metrics = evaluate(always(0), grid, n_pairs=1000, seed=5, bins=BINS)
     assert metrics["far_success"] == 0.0 and metrics["near_success"] < 0.2
 
 
 def test_random_critic_is_bad_far_away(grid):
     rng = np.random.default_rng(6)
-    metrics = evaluate(lambda s, g: rng.random((len(s), 4)), grid, n_pairs=1000, seed=8)
+    metrics = evaluate(lambda s, g: rng.random((len(s), 4)), grid, n_pairs=1000, seed=8, bins=BINS)
     assert metrics["far_success"] < 0.3
     assert metrics["far_optimal_action_rate"] < 0.7
     assert metrics["pi_rate"] < 0.5
@@ -120,13 +134,15 @@ def test_planning_invariance_detects_a_broken_critic():
 
 def test_empty_bins_give_nan():
     grid = make_grid("open", size=3)  # largest distance 4: mid and far bins are empty
-    metrics = evaluate(oracle_q(grid), grid, n_pairs=100, seed=0)
+    metrics = evaluate(oracle_q(grid), grid, n_pairs=100, seed=0, bins=BINS)
     assert metrics["near_success"] == 1.0 and metrics["n_far"] == 0
     assert np.isnan(metrics["mid_success"]) and np.isnan(metrics["far_success"])
     assert np.isnan(metrics["far_optimal_action_rate"]) and np.isnan(metrics["pi_rate"])
     # A critic that prefers moving away never reaches any goal: eta is undefined.
     open_grid = make_grid("open")
-    away = evaluate(lambda s, g: -oracle_q(open_grid)(s, g), open_grid, n_pairs=200, seed=0)
+    away = evaluate(
+        lambda s, g: -oracle_q(open_grid)(s, g), open_grid, n_pairs=200, seed=0, bins=BINS
+    )
     assert away["near_success"] == 0.0 and np.isnan(away["eta"])
 
 
@@ -134,7 +150,7 @@ def test_evaluate_runs_many_pairs_in_one_batch():
     # Speed is a benchmark matter; here only that 1 000 pairs evaluate (batched, no Python loop
     # over pairs would still pass, but the oracle must reach every pair it is given).
     grid = make_grid("wall")
-    scores = evaluate(oracle_q(grid), grid, n_pairs=1000)
+    scores = evaluate(oracle_q(grid), grid, n_pairs=1000, bins=BINS)
     assert scores["far_success"] == 1.0
 
 

@@ -340,3 +340,40 @@ def test_lecun_init_matches_flax_dense():
             bound = math.sqrt(3.0 / m.in_features)
             assert m.bias is None or (m.bias == 0).all()
             assert m.weight.abs().max() <= bound
+
+
+def test_the_official_init_is_the_default_and_the_config_selects_it():
+    from papers.horizon_generalization.config import CriticConfig
+    from shared.config import compose
+
+    assert CriticConfig().init == "lecun" == compose("horizon_generalization", "toy").critic.init
+    assert compose("horizon_generalization", "paper").critic.init == "lecun"
+    torch.manual_seed(0)
+    official = critic("l2")  # Critic's own default is the official one too
+    biases = [m.bias for m in official.modules() if isinstance(m, torch.nn.Linear)]
+    assert biases and all(b is None or (b == 0).all() for b in biases)
+    torch.manual_seed(0)
+    default_torch = critic("l2", init="torch")
+    assert any(
+        b is not None and (b != 0).any()
+        for b in (m.bias for m in default_torch.modules() if isinstance(m, torch.nn.Linear))
+    )
+    with pytest.raises(ValueError, match="unknown init"):
+        critic("l2", init="xavier")
+
+
+def test_critic_init_reaches_the_trained_critic(monkeypatch, tmp_path):
+    from papers.horizon_generalization import train
+    from shared.config import compose
+
+    seen = []
+
+    class Recording(Critic):
+        def __init__(self, *args, **kwargs):
+            seen.append(kwargs["init"])
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(train, "Critic", Recording)
+    overrides = ["methods=[l2]", "seeds=[0]", "critic.init=torch", "runtime.progress=false"]
+    train.run(compose("horizon_generalization", "smoke", overrides), tmp_path)
+    assert seen == ["torch"]
