@@ -31,6 +31,10 @@ class SettingConfig:
     x_high: float = 2.0
     true_model: str | None = None  # the data-generating candidate, if it is one of them
     models: list[CandidateConfig] = field(default_factory=list)
+    # Prior model probabilities p(M_k), one positive weight per entry of ``models`` and in its
+    # order, normalised to sum to 1 by us. None: uniform, p(M_k) = 1/K, the paper's default
+    # (brief Sec. 3: "prior model probability p(M_k) (uniform by default)").
+    model_prior: list[float] | None = None
     # Per-setting overrides of the experiment-wide sizes (None: use the experiment's).
     n_train: int | None = None
     n_test: int | None = None

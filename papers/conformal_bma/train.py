@@ -31,15 +31,36 @@ from shared.entry import main
 from shared.experiment import RunOutput, check_names, enabled_settings, run_grid
 from shared.logger import MetricsLogger
 from shared.plotting import plt
+from shared.preflight import missing_paths
 from shared.records import Results, by_setting
 from shared.replications import run_replications
 
 HAS_TRAINABLE_PARAMETERS = False  # a statistics paper: nothing is trained
 METHODS = ("cb", "cbma", "cbma_frozen", "bma_credible", "split_conformal")
+# What fetch_california_housing(data_home=data_root) reads (scikit-learn's Python 3 cache name).
+CALIFORNIA_CACHE = "cal_housing_py3.pkz"
 
 
 def candidate_specs(setting: SettingConfig) -> list[ModelSpec]:
     return [ModelSpec(m.name, m.degree, m.variance, m.variance_offset) for m in setting.models]
+
+
+def log_model_prior(name: str, setting: SettingConfig) -> np.ndarray:
+    """(K,) log prior model probabilities of a setting (brief Sec. 3: omega_k(y) is
+    proportional to p(M_k) m_k(Z^y)): uniform when ``model_prior`` is unset, else its weights
+    normalised to sum to 1; refuses a list of the wrong length or with a weight that is not
+    positive and finite, naming the key."""
+    K = len(setting.models)
+    if setting.model_prior is None:
+        return np.full(K, -np.log(K))
+    weights = np.asarray(setting.model_prior, dtype=float)
+    if weights.shape != (K,) or not np.all(np.isfinite(weights)) or not np.all(weights > 0):
+        models = [m.name for m in setting.models]
+        raise ValueError(
+            f"settings.{name}.model_prior must hold one positive, finite weight per model "
+            f"({K}: {models}, in that order), got {list(setting.model_prior)}"
+        )
+    return np.log(weights / weights.sum())
 
 
 def method_names(setting: SettingConfig, methods: list[str]) -> list[str]:
@@ -145,6 +166,7 @@ def run_setting(
     """All replications of one setting; returns per-method coverage and mean set size."""
     models = candidate_specs(setting)
     prior = NIGPrior(cfg.prior.g, cfg.prior.a0, cfg.prior.b0)
+    log_prior = log_model_prior(name, setting)
     names = method_names(setting, cfg.methods)
     if setting.coverage_only:  # sizes need a grid; these baselines need one too
         names = [n for n in names if n not in ("bma_credible", "split_conformal")]
@@ -177,6 +199,7 @@ def run_setting(
                 y_tr,
                 x_new,
                 np.append(grid, y_true),
+                log_prior=log_prior,
                 posteriors=posteriors,
                 with_frozen="cbma_frozen" in names,
             )
@@ -256,7 +279,14 @@ def plot_bands(cfg: Config, path: Path) -> None:
         bands = {f"cb_{m.name}": [] for m in models} | {"cbma": []}
         for x_new in xs:
             out = conformal_set_by_model(
-                models, prior, x_tr[:, None], y_tr, np.array([[x_new]]), grid, posteriors=posteriors
+                models,
+                prior,
+                x_tr[:, None],
+                y_tr,
+                np.array([[x_new]]),
+                grid,
+                log_prior=log_model_prior(name, setting),
+                posteriors=posteriors,
             )
             sets = {f"cb_{m.name}": out["cb_pvalues"][k] for k, m in enumerate(models)}
             sets["cbma"] = out["cbma_pvalues"]
@@ -281,10 +311,29 @@ def plot_bands(cfg: Config, path: Path) -> None:
     plt.close(fig)
 
 
+def preflight(cfg: Config) -> list[str]:
+    """Paper scale reads California housing from scikit-learn's local cache (nothing is
+    downloaded): name an unset or absent ``data_root`` or a missing cache file, before any work.
+    Settings on simulated or bundled data (``diabetes``) need nothing."""
+    sources = {s.source for s in enabled_settings(cfg.settings).values()}
+    if "california_housing" not in sources:
+        return []
+    hint = (
+        " (a local folder holding scikit-learn's California housing cache "
+        f"{CALIFORNIA_CACHE}; nothing is downloaded, see configs/conformal_bma/paper.yaml)"
+    )
+    problems = missing_paths({"data_root": cfg.data_root}, hint)
+    if not problems and not (Path(cfg.data_root).expanduser() / CALIFORNIA_CACHE).is_file():
+        problems.append(f"data_root={cfg.data_root} lacks {CALIFORNIA_CACHE}{hint}")
+    return problems
+
+
 def run(cfg: Config, out_dir: Path) -> Results:
     """Every setting (with resume), the bands plot, and the per-method results."""
     check_names("methods", cfg.methods, METHODS)
     settings = enabled_settings(cfg.settings)
+    for name, setting in settings.items():
+        log_model_prior(name, setting)  # a bad model prior fails before any replication
     logger = MetricsLogger(Path(out_dir) / "metrics.jsonl")
     per_setting, _ = run_grid(
         list(settings),

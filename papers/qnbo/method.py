@@ -30,6 +30,18 @@ from torch.func import grad, jvp
 Tensor = torch.Tensor
 ScalarFn = Callable[[Tensor, Tensor], Tensor]  # (x, y) -> scalar
 
+# Default step sizes, for the problems of the brief (Sec. 3.5, 5). A gradient step of size eta on
+# a quadratic with largest curvature lambda_max contracts only when eta < 2 / lambda_max.
+# Lower level: toy 1's A has eigenvalues in [1, 100] (kappa = 100), so lambda_max = 100 and the
+# bound is 0.02; the default is the brief's beta = 1/L_f = 0.01 there (half the bound). The
+# hyper-cleaning lower level is flatter (L <= 5.78, bound >= 0.34), so 0.01 is safe there too.
+# Upper level: toy 1's Phi has curvature L_Phi = ||A^-1 B||^2 + rho in [1.19, 1.88] over seeds
+# 0-2 (bound >= 1.06); hyper-cleaning's Phi measured 6.4e-4 at x = 0 (bound ~3000). A problem
+# with other curvature passes its own steps (train.py: 1/L of each toy); the tests check these
+# defaults against the bounds.
+DEFAULT_LOWER_STEP = 1e-2
+DEFAULT_UPPER_STEP = 1e-2
+
 
 # --------------------------------------------------------------------------------------------
 # Oracles of a bilevel problem, with counts (Sec. 4 "matched budgets", Sec. 7 item 8)
@@ -96,13 +108,17 @@ class QNMemory:
             (BFGS) or $|p^\top g| > \epsilon \lVert p\rVert\lVert g\rVert$ (SR1).
         step_eps: skip a pair with $\lVert s\rVert \le \epsilon (1 + \lVert y\rVert)$: once the
             iterate has converged, new pairs are round-off noise (Sec. 3.4).
-        fallback_step: with no pair yet, $H_0 v = $ ``fallback_step`` $\cdot v$ (a GD step).
+        fallback_step: with no pair yet, $H_0 v = $ ``fallback_step`` $\cdot v$ (a GD step of
+            size beta, Sec. 3.1; also SR1's fixed $H_0$). It must stay below
+            $2/\lambda_{max}$ of the Hessian; the default is :data:`DEFAULT_LOWER_STEP`.
     """
 
     kind: str = "bfgs"
     curvature_eps: float = 1e-8
     step_eps: float = 1e-10
-    fallback_step: float = 1.0
+    # Bug fix: the default used to be 1.0, fifty times the divergence bound 2/lambda_max = 0.02
+    # of toy 1 (kappa = 100): a memory built without a step diverged on its first GD step.
+    fallback_step: float = DEFAULT_LOWER_STEP
     s: list[Tensor] = field(default_factory=list)
     g: list[Tensor] = field(default_factory=list)
     p: list[Tensor] = field(default_factory=list)  # SR1: p_j = s_j - H_j g_j
@@ -193,9 +209,9 @@ class QNBOSettings:
     P: int = 3  # warm-up GD steps in Subroutine A
     T: int = 10  # qN steps in Subroutine A
     Q: int = 10  # Subroutine-B qN iterations
-    beta: float = 1e-2  # lower-level GD step
+    beta: float = DEFAULT_LOWER_STEP  # lower-level GD step (< 2 / lambda_max of grad^2_yy f)
     gamma: float = 1.0  # qN step (unit)
-    alpha: float = 1e-2  # upper-level step
+    alpha: float = DEFAULT_UPPER_STEP  # upper-level step (< 2 / lambda_max of grad^2 Phi)
     kind: str = "bfgs"  # bfgs | sr1
     curvature: str = "finite_difference"  # finite_difference | autograd (Subroutine B's Hv)
     fd_scale: float = 1e-3  # finite-difference step: eps = fd_scale / ||u||
@@ -306,8 +322,8 @@ class AIDSettings:
 
     T: int = 13
     N: int = 10
-    beta: float = 1e-2  # lower-level GD step, also the Richardson step
-    alpha: float = 1e-2
+    beta: float = DEFAULT_LOWER_STEP  # lower-level GD step, also the Richardson step
+    alpha: float = DEFAULT_UPPER_STEP
     solver: str = "richardson"  # richardson (AID-BIO) | cg (AmIGO-CG)
 
 

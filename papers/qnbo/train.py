@@ -57,6 +57,17 @@ def steppers(
     }
 
 
+def check_below_divergence(key: str, step: float, curvature: float) -> None:
+    """Refuse a gradient step at or above 2 / lambda_max, where gradient descent on a quadratic
+    with largest curvature ``curvature`` diverges (toy 1's Phi is quadratic in x, brief Sec. 5:
+    lambda_max = ||A^-1 B||^2 + rho)."""
+    if not 0.0 < step < 2.0 / curvature:
+        raise ValueError(
+            f"{key}={step:g} must lie in (0, 2/lambda_max) = (0, {2.0 / curvature:.4g}) on this "
+            "problem: a larger gradient step diverges (null picks 1/lambda_max)"
+        )
+
+
 def optimise(
     step: Callable[[Bilevel, State], State],
     problem: Bilevel,
@@ -89,6 +100,7 @@ def run_toy(toy: str, seed: int, cfg: Config, run_dir: Path | None = None) -> Ru
         quad = make_quadratic(seed, q.d_y, q.d_x, q.condition, q.target_sd, q.rho)
         budget, phi_star = q.budget, quad.phi(quad.x_star())
         alpha = quad.upper_step() if budget.alpha is None else budget.alpha
+        check_below_divergence("quadratic.budget.alpha", alpha, 1.0 / quad.upper_step())
         x0, y0 = torch.zeros(q.d_x, dtype=DTYPE), torch.zeros(q.d_y, dtype=DTYPE)
         gap0 = quad.phi(x0) - phi_star
         make_problem, beta = quad.bilevel, quad.lower_step()
