@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -503,7 +504,8 @@ def plot_auc(study: Results, cfg: Config, path: Path, regression: bool) -> None:
         ax.bar(i, values.mean(), color=f"C{i}", alpha=0.7)
         ax.scatter(np.full(len(values), i), values, color="k", s=12, zorder=3)
     ax.set_xticks(range(len(cfg.methods)))
-    ax.set_xticklabels([LABELS.get(m, m).split(" (")[0] for m in cfg.methods], fontsize=8)
+    names = [textwrap.fill(LABELS.get(m, m).split(" (")[0], 18) for m in cfg.methods]
+    ax.set_xticklabels(names, fontsize=8)  # wrapped: the long names would overlap
     ax.set_ylabel("test MAE" if regression else "mean test ROC-AUC (frozen encoder + MLP)")
     if not regression:
         ax.set_ylim(0.5, 1.0)
