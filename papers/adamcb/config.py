@@ -49,7 +49,7 @@ class SamplerConfig:
     alpha_p: float | None = None  # sampler step size; None: (gamma / n)^3 as in the official code
     adambs_alpha_p: float = 1e-16  # original AdamBS step size (official code)
     adambs_exp_clip: float = 100.0  # original AdamBS clips the exponent to +-this
-    per_sample_chunk: int | None = None  # examples per vmap chunk (memory); None: all at once
+    per_sample_chunk: int | None = None  # examples per vmap chunk of conv layers; None: all
 
 
 @dataclass

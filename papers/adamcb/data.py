@@ -62,6 +62,16 @@ def make_toy_data(n_train: int | None, subset_seed: int) -> Split:
     return Split(x[train], y[train], x[test], y[test])
 
 
+def dataset_folder(name: str, root: str | Path) -> Path:
+    """The folder under ``root`` that holds data set ``name`` (the layout in this docstring)."""
+    root_path = Path(root).expanduser()
+    if name in IDX_FOLDERS:
+        return root_path / IDX_FOLDERS[name] / "raw"
+    if name == "cifar10":
+        return root_path / "cifar-10-batches-py"
+    raise ValueError(f"unknown data.name {name!r}: digits, mnist, fashion_mnist or cifar10")
+
+
 def load_paper_data(
     name: str,
     root: str | None,
@@ -76,13 +86,8 @@ def load_paper_data(
             f"data.root is not set for data.name={name}. Put the data set under a local folder "
             f"and pass data.root=/path/to/that/folder (layout: papers/adamcb/data.py docstring)."
         )
-    root_path = Path(root).expanduser()
-    if name in IDX_FOLDERS:
-        split = _read_idx_split(root_path / IDX_FOLDERS[name] / "raw")
-    elif name == "cifar10":
-        split = _read_cifar10(root_path / "cifar-10-batches-py")
-    else:
-        raise ValueError(f"unknown data.name {name!r}: digits, mnist, fashion_mnist or cifar10")
+    folder = dataset_folder(name, root)
+    split = _read_cifar10(folder) if name == "cifar10" else _read_idx_split(folder)
     channels = split.x_train.shape[1]
     if len(mean) != channels or len(std) != channels:
         raise ValueError(f"data.mean/std need {channels} values for {name}, got {mean}, {std}")

@@ -137,11 +137,14 @@ def dep_round(p: np.ndarray, rng: np.random.Generator, tol: float = 1e-9) -> np.
     of the two entries becomes 0 or 1, so the final 0/1 vector has the same sum (K) and the same
     marginals as $p$.
 
-    One O(n) pass: a "current fractional" index is paired with each next fractional index; the
-    one that stays fractional (if any) becomes the current one. Values within `tol` of 0 or 1
-    count as integral and are snapped; a single fractional entry left over by float round-off
-    is rounded by $> 0.5$ (Sec. 3.3). This is *not* `np.random.choice(..., replace=False)`,
-    whose inclusion probabilities differ from $p$ (Sec. 3.6).
+    Pairing order: a "carrier" (the one fractional entry left so far) is paired with each next
+    fractional entry in index order, with one uniform coin per fractional entry. This chain is
+    computed without a Python loop (:func:`_dep_round_chain`): the value the carrier holds
+    after each pairing is not random, only *which* index holds it is. Values within `tol` of 0
+    or 1 count as integral and are snapped; a single fractional entry left over by float
+    round-off is rounded by $> 0.5$ (Sec. 3.3). This is *not*
+    `np.random.choice(..., replace=False)`, whose inclusion probabilities differ from $p$
+    (Sec. 3.6).
 
     Args:
         p: inclusion probabilities, shape (n,), in [0, 1] with an integral sum K.
@@ -167,44 +170,80 @@ def dep_round(p: np.ndarray, rng: np.random.Generator, tol: float = 1e-9) -> np.
     if abs(total - K) > tol:
         raise ValueError(f"sum(p) must be an integer within {tol}, got {total!r}")
 
-    q = np.clip(p, 0.0, 1.0).tolist()  # plain floats: the pass below is scalar work
+    q = np.clip(p, 0.0, 1.0)  # (n,)
+    fractional = np.flatnonzero((q > tol) & (q < 1.0 - tol))  # (m,) in index order
+    coins = rng.random(fractional.size)  # (m,) coins[0] is never used: nothing to pair with
+    chosen_mask = q >= 1.0 - tol  # (n,) integral entries keep their value
+    chosen_mask[fractional] = _dep_round_chain(q[fractional], coins, tol)
 
-    def is_fractional(v: float) -> bool:
-        return tol < v < 1.0 - tol
-
-    def snap(v: float) -> float:
-        if v <= tol:
-            return 0.0
-        if v >= 1.0 - tol:
-            return 1.0
-        return v
-
-    fractional = [i for i, v in enumerate(q) if is_fractional(v)]
-    coins = rng.random(len(fractional)).tolist()  # coins[0] is never used: nothing to pair with
-    current = -1  # the current fractional index, -1 when none
-    for k, j in enumerate(fractional):
-        if current < 0:
-            current = j
-            continue
-        pi, pj = q[current], q[j]
-        a = min(1.0 - pi, pj)
-        b = min(pi, 1.0 - pj)
-        if coins[k] * (a + b) < b:  # probability b / (a + b)
-            pi, pj = pi + a, pj - a
-        else:  # probability a / (a + b)
-            pi, pj = pi - b, pj + b
-        pi, pj = snap(pi), snap(pj)
-        q[current], q[j] = pi, pj
-        if is_fractional(pi):
-            continue
-        current = j if is_fractional(pj) else -1
-    if current >= 0:  # a round-off leftover (Sec. 3.3)
-        q[current] = 1.0 if q[current] > 0.5 else 0.0
-
-    chosen = np.flatnonzero(np.asarray(q) > 0.5).astype(np.int64)  # (K,) sorted
+    chosen = np.flatnonzero(chosen_mask).astype(np.int64)  # (K,) sorted
     if chosen.shape[0] != K:
         raise RuntimeError(f"DepRound produced {chosen.shape[0]} indices, expected {K}")
     return chosen
+
+
+def _dep_round_chain(v: np.ndarray, coins: np.ndarray, tol: float) -> np.ndarray:
+    r"""Final 0/1 values of the fractional entries `v` (m,) after the pairing chain of
+    :func:`dep_round`, computed with array operations.
+
+    Pairing the carrier's value $c$ with the next entry $v_k$ leaves the value
+    $c + v_k$ (no crossing, $c + v_k < 1$) or $c + v_k - 1$ (crossing) on one of the two and
+    finalises the other at 0 or 1 respectively. So within a *segment* (the chain restarts
+    whenever the carried value lands within `tol` of 0 or 1, and both entries are then
+    integral) the carried value is the fractional part of the partial sum
+    $P_k = v_s + \dots + v_k$, whatever the coins. The coin $k$ only decides which of the
+    two entries keeps it: with $a, b$ as in :func:`dep_round`, the first move
+    (probability $b/(a+b)$) keeps the carrier when there is no crossing and hands the carried
+    value to $k$ when there is one.
+
+    Args:
+        v: fractional entries, shape (m,), each in (tol, 1 - tol), in pairing order.
+        coins: one uniform per entry, shape (m,); ``coins[k]`` decides pairing k.
+        tol: integrality tolerance.
+
+    Returns:
+        Boolean array (m,): True where the entry rounds to 1.
+    """
+    m = v.size
+    if m == 0:
+        return np.zeros(0, dtype=bool)
+    positions = np.arange(m)
+    prefix = np.cumsum(v)  # (m,) S_k
+    before = np.concatenate([[0.0], prefix[:-1]])  # (m,) S_{k-1}
+    # Segment ends ("resets") depend on the segment starts, which depend on the resets. The
+    # prefix of agreement with the sequential chain grows with every pass (the first wrong
+    # reset is fixed by the next pass), so this reaches the unique fixed point; one or two
+    # passes in practice.
+    reset = np.zeros(m, dtype=bool)  # (m,) the carried value becomes integral at pairing k
+    while True:
+        start = np.concatenate([[True], reset[:-1]])  # (m,) k starts a segment
+        segment = np.maximum.accumulate(np.where(start, positions, 0))  # (m,) its start s
+        partial = prefix - before[segment]  # (m,) P_k = v_s + ... + v_k
+        new_reset = ~start & (np.abs(partial - np.rint(partial)) <= tol)
+        if np.array_equal(new_reset, reset):
+            break
+        reset = new_reset
+
+    carried = partial - np.floor(partial)  # (m,) value the carrier holds after pairing k
+    c = np.concatenate([[0.0], carried[:-1]])  # (m,) carrier's value before pairing k
+    a = np.minimum(1.0 - c, v)  # (m,) meaningful where ~start
+    b = np.minimum(c, 1.0 - v)
+    first = coins * (a + b) < b  # (m,) the move of probability b / (a + b)
+    crossing = c + v > 1.0  # (m,) the finalised entry gets 1 (else 0)
+    paired = ~start & ~reset  # (m,) an ordinary pairing: one entry finalised, one carries
+    handover = paired & (first == crossing)  # (m,) entry k becomes the carrier
+    becomes_carrier = start | handover  # (m,)
+    last = np.maximum.accumulate(np.where(becomes_carrier, positions, -1))  # (m,)
+    old = np.concatenate([[-1], last[:-1]])  # (m,) the carrier before pairing k
+
+    value = np.zeros(m, dtype=bool)  # (m,) every entry is finalised exactly once, below
+    finalised = np.where(handover, old, positions)[paired]  # the entry that stops carrying
+    value[finalised] = crossing[paired]
+    value[old[reset]] = first[reset]  # a reset finalises both: the carrier gets 1 on `first`
+    value[reset] = ~first[reset]
+    if not reset[-1]:  # the last carrier holds a round-off leftover (Sec. 3.3)
+        value[last[-1]] = carried[-1] > 0.5
+    return value
 
 
 class NormRange:
@@ -612,16 +651,25 @@ def _trainable(
 
 
 def _per_sample_grad_fn(
-    model: torch.nn.Module, loss_fn: LossFn, chunk_size: int | None
+    model: torch.nn.Module,
+    loss_fn: LossFn,
+    chunk_size: int | None,
+    names: set[str] | None = None,
 ) -> tuple[dict[str, torch.Tensor], Callable[..., dict[str, torch.Tensor]]]:
-    """`vmap(grad(loss of one example))` over the batch dimension (Sec. 3.4)."""
+    """`vmap(grad(loss of one example))` over the batch dimension (Sec. 3.4).
+
+    Differentiates the trainable parameters in `names` (all of them when `None`); the other
+    parameters and the buffers are held fixed.
+    """
     params, buffers = _trainable(model)
+    fixed = {k: v for k, v in params.items() if names is not None and k not in names}
+    params = {k: v for k, v in params.items() if k not in fixed}
 
     def loss_of_one(
         p: dict[str, torch.Tensor], x_i: torch.Tensor, y_i: torch.Tensor
     ) -> torch.Tensor:
         # A batch of one, so mean-reduced losses are the example's own loss.
-        out = functional_call(model, (p, buffers), (x_i.unsqueeze(0),))
+        out = functional_call(model, (p, fixed, buffers), (x_i.unsqueeze(0),))
         return loss_fn(out, y_i.unsqueeze(0))
 
     return params, vmap(grad(loss_of_one), in_dims=(None, 0, 0), chunk_size=chunk_size)
@@ -640,7 +688,8 @@ def per_sample_grads(
     loss is `loss_fn` on a batch of one (e.g. cross-entropy, mean over one). Only parameters
     with `requires_grad` are differentiated; frozen ones and buffers are held fixed. The model
     must have no cross-example coupling such as BatchNorm in training mode (Sec. 3.4), and no
-    dropout (vmap refuses random ops by default).
+    dropout (vmap refuses random ops by default). `per_sample_grad_norms` uses this for the
+    layers its exact shortcut does not cover; the unit tests use it as the reference.
 
     Args:
         model: the network; its current parameters are used.
@@ -656,6 +705,78 @@ def per_sample_grads(
     return fn(params, x, y)
 
 
+def _linear_pass(
+    model: torch.nn.Module, loss_fn: LossFn, x: torch.Tensor, y: torch.Tensor
+) -> tuple[torch.Tensor, set[str]]:
+    r"""Squared per-example gradient norms of the `nn.Linear` layers, from one forward and one
+    backward pass over the batch, without forming a per-example gradient.
+
+    A linear layer $z = W a + b$ applied once per example has
+    $\partial f_j / \partial W = \delta_j a_j^\top$ and $\partial f_j / \partial b = \delta_j$
+    with $\delta_j = \partial f_j / \partial z_j$, hence
+    $\lVert \partial f_j / \partial W \rVert_F^2 + \lVert \partial f_j / \partial b \rVert^2
+    = \lVert \delta_j \rVert^2 (\lVert a_j \rVert^2 + 1)$. Forward hooks keep each layer's
+    input $a$ and output $z$; since examples do not interact (Sec. 3.4), the gradient of
+    $\sum_j f_j$ with respect to $z$ has row $j$ equal to $\delta_j$. The per-example losses
+    $f_j$ are `loss_fn` on a batch of one, vectorised over the batch, as in `per_sample_grads`.
+
+    Only layers whose hook fired exactly once, on a (K, features) input, are covered (a layer
+    applied per token or reused within one forward needs the full per-example gradient).
+
+    Returns:
+        ``(squared norms (K,), names of the parameters covered)``.
+    """
+    layers = {
+        name: module
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.Linear)
+        and any(p.requires_grad for p in module.parameters(recurse=False))
+    }
+    calls: dict[str, list[tuple[torch.Tensor, torch.Tensor]]] = {name: [] for name in layers}
+
+    def recorder(name: str):
+        def hook(module, inputs, output):
+            calls[name].append((inputs[0], output))
+
+        return hook
+
+    handles = [module.register_forward_hook(recorder(name)) for name, module in layers.items()]
+    try:
+        with torch.enable_grad():
+            out = model(x)  # (K, ...)
+    finally:
+        for handle in handles:
+            handle.remove()
+    once = [
+        n
+        for n in layers
+        if len(calls[n]) == 1 and calls[n][0][0].ndim == 2 and len(calls[n][0][0]) == len(x)
+    ]
+    sq = torch.zeros(x.shape[0], dtype=out.dtype, device=out.device)  # (K,)
+    if not once:
+        return sq, set()
+    with torch.enable_grad():
+        per_example = vmap(lambda o, t: loss_fn(o.unsqueeze(0), t.unsqueeze(0)))(out, y)  # (K,)
+        deltas = torch.autograd.grad(
+            per_example.sum(), [calls[n][0][1] for n in once], allow_unused=True
+        )
+    covered = set()
+    for name, delta in zip(once, deltas, strict=True):
+        if delta is None:  # the loss does not depend on this layer: zero gradient
+            delta = torch.zeros_like(calls[name][0][1])
+        delta_sq = delta.detach().pow(2).sum(dim=1)  # (K,) ||delta_j||^2
+        input_sq = calls[name][0][0].detach().pow(2).sum(dim=1)  # (K,) ||a_j||^2
+        prefix = f"{name}." if name else ""
+        weight, bias = layers[name].weight, layers[name].bias
+        if weight.requires_grad:
+            sq += delta_sq * input_sq  # ||delta_j a_j^T||_F^2
+            covered.add(prefix + "weight")
+        if bias is not None and bias.requires_grad:
+            sq += delta_sq
+            covered.add(prefix + "bias")
+    return sq, covered
+
+
 def per_sample_grad_norms(
     model: torch.nn.Module,
     loss_fn: LossFn,
@@ -663,32 +784,42 @@ def per_sample_grad_norms(
     y: torch.Tensor,
     chunk_size: int | None = None,
 ) -> torch.Tensor:
-    """L2 norms of the per-example gradients over the whole trainable parameter vector.
+    r"""L2 norms of the per-example gradients over the whole trainable parameter vector.
 
-    Sec. 3.1 step 5.1 (the feedback), Sec. 3.4 and Sec. 6 "Memory": the batch is processed
-    `chunk_size` examples at a time and only the norms are kept, so peak memory is about
-    `chunk_size x n_params` floats instead of `K x n_params`.
+    Sec. 3.1 step 5.1 (the feedback) and Sec. 3.4:
+    $\lVert \nabla f_j \rVert^2 = \sum_{\text{layers}} \lVert \nabla_{\theta_l} f_j \rVert^2$.
+    `nn.Linear` layers (the MLPs and the conv nets' heads) contribute
+    $\lVert \delta_j \rVert^2 (\lVert a_j \rVert^2 + 1)$ from one batched forward and backward
+    pass (`_linear_pass`), exact and without forming per-example gradients. Every other
+    trainable parameter (the conv layers) goes through `per_sample_grads`' vmap, restricted to
+    those parameters, `chunk_size` examples at a time (Sec. 6 "Memory": peak memory about
+    `chunk_size x n_conv_params` floats).
 
     Args:
-        model: the network; its current parameters are used.
-        loss_fn: `loss_fn(output, target) -> scalar`.
+        model: the network; its current parameters are used. Examples must not interact
+            (no BatchNorm in training mode, Sec. 3.4).
+        loss_fn: `loss_fn(output, target) -> scalar`; an example's loss is `loss_fn` on a
+            batch of one (e.g. `F.cross_entropy`).
         x: inputs, shape (K, *input_shape).
         y: targets, shape (K, *target_shape).
-        chunk_size: examples per chunk; `None` = the whole batch in one chunk.
+        chunk_size: examples per vmap chunk of the non-linear layers; `None` = the whole batch.
 
     Returns:
         Detached norms, shape (K,).
     """
     if chunk_size is not None and chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1 or None, got {chunk_size}")
-    params, fn = _per_sample_grad_fn(model, loss_fn, None)
-    step = x.shape[0] if chunk_size is None else chunk_size
-    norms = []
-    for start in range(0, x.shape[0], step):
-        grads = fn(params, x[start : start + step], y[start : start + step])
-        sq = sum(g.flatten(1).pow(2).sum(dim=1) for g in grads.values())  # (chunk,)
-        norms.append(torch.sqrt(sq))
-    return torch.cat(norms).detach()  # (K,)
+    sq, covered = _linear_pass(model, loss_fn, x, y)  # (K,)
+    rest = {k for k, v in model.named_parameters() if v.requires_grad and k not in covered}
+    if rest:
+        params, fn = _per_sample_grad_fn(model, loss_fn, None, rest)
+        step = x.shape[0] if chunk_size is None else chunk_size
+        parts = []
+        for start in range(0, x.shape[0], step):
+            grads = fn(params, x[start : start + step], y[start : start + step])
+            parts.append(sum(g.flatten(1).pow(2).sum(dim=1) for g in grads.values()))
+        sq = sq + torch.cat(parts).to(sq)  # (K,)
+    return torch.sqrt(sq).detach()  # (K,)
 
 
 def importance_weighted_loss(

@@ -22,7 +22,13 @@ from torch.nn import functional as F
 
 from papers.adamcb.claims import LABELS
 from papers.adamcb.config import Config
-from papers.adamcb.data import Split, load_paper_data, make_toy_data
+from papers.adamcb.data import (
+    IDX_FOLDERS,
+    Split,
+    dataset_folder,
+    load_paper_data,
+    make_toy_data,
+)
 from papers.adamcb.method import (
     AdamBSSampler,
     AdamCBSampler,
@@ -77,6 +83,23 @@ def make_sampler(kind: str, n: int, cfg: Config, seed: int):
             exp_clip=s.adambs_exp_clip,
         )
     raise ValueError(f"unknown sampler kind {kind!r}")
+
+
+def preflight(cfg: Config) -> list[str]:
+    """What a paper-scale run lacks before it starts (``shared/preflight.py``): ``data.root``
+    must be set and hold the chosen data set's folder (``data.dataset_folder``)."""
+    d = cfg.data
+    if d.name == "digits":  # bundled with scikit-learn
+        return []
+    if d.name not in (*IDX_FOLDERS, "cifar10"):
+        return [f"data.name={d.name} is unknown (digits, mnist, fashion_mnist or cifar10)"]
+    layout = "torchvision's layout, see papers/adamcb/data.py; Nothing is downloaded"
+    if d.root is None or str(d.root) == "":
+        return [f"data.root is not set: pass data.root=/path/to/folder holding {d.name} ({layout})"]
+    folder = dataset_folder(d.name, d.root)
+    if not folder.is_dir():
+        return [f"{folder} does not exist: copy {d.name} there or fix data.root ({layout})"]
+    return []
 
 
 def load_data(cfg: Config) -> Split:

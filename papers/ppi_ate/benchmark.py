@@ -10,6 +10,14 @@ cross-fitted D1 nuisances, a spline T-learner on D2's training half). The timed 
 all nuisance and CATE-model fitting; drawing the data is not timed. The reported figure is the
 median over ``--repeats`` of the wall time, single-threaded BLAS. Target: <= 2 s at
 n_rct = 1000, n_obs = 100000.
+
+    python -m papers.ppi_ate.benchmark --paper-scale       # seconds per interval at paper scale
+
+``--paper-scale`` instead times ``train.intervals`` on the paper config (configs/ppi_ate/
+paper.yaml): the official GP DGP of ``--setting`` (the surfaces and the data are drawn, not
+timed), n = 100, N = 5000, gradient-boosting DR-learner on D2, and D1's nuisances once with
+the paper's ``learners.d1_outcome`` (linear, as the official code) and once with D2's
+gradient boosting (what D1 used before it had its own key). No target: it is reported.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from papers.ppi_ate.config import Config, SettingConfig  # noqa: E402
-from papers.ppi_ate.data import toy_draw  # noqa: E402
+from papers.ppi_ate.data import gp_draw, make_gp_world, toy_draw  # noqa: E402
 from papers.ppi_ate.train import intervals  # noqa: E402
 from shared.config import compose  # noqa: E402
 
@@ -35,6 +43,8 @@ TARGET_N_RCT = 1000  # ... stated for n_rct = 1000
 TARGET_N_OBS = 100_000  # ... and n_obs = 100000
 METHODS = ["aipw", "ppi", "d2_only"]
 COLUMNS = ("n_rct", "n_obs", "seconds", "<= 2 s (n_rct=1000, n_obs=100000)")
+PAPER_COLUMNS = ("setting", "n", "N", "D1 outcome model", "seconds per interval")
+PAPER_SETTINGS = ("no_confounding", "u_confounding", "strong_confounding")
 
 
 def time_intervals(
@@ -53,6 +63,52 @@ def time_intervals(
     return float(np.median(seconds))
 
 
+def time_paper_interval(cfg: Config, setting_name: str, repeats: int, seed: int = 0) -> float:
+    """Median seconds of one ``intervals`` call on the paper config's GP setting (after a
+    warm-up); drawing the GP surfaces and the data is not timed."""
+    setting = cfg.settings[setting_name]
+    world = make_gp_world(setting)
+    rng = np.random.default_rng(seed)
+    d1, d2 = gp_draw(setting, world, rng)
+    intervals(d1, d2, setting, cfg, METHODS, rng)  # warm-up
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        intervals(d1, d2, setting, cfg, METHODS, rng)
+        seconds.append(time.perf_counter() - start)
+    return float(np.median(seconds))
+
+
+def paper_rows(setting_name: str, repeats: int, seed: int) -> list[dict]:
+    """Seconds per interval at paper scale, D1's nuisances as configured and as D2's."""
+    rows = []
+    learners = compose("ppi_ate", "paper").learners
+    paper_d1 = learners.d1_outcome
+    for d1_outcome in dict.fromkeys((paper_d1, learners.outcome)):  # distinct, in this order
+        cfg = compose("ppi_ate", "paper", [f"learners.d1_outcome={d1_outcome}"])
+        setting = cfg.settings[setting_name]
+        rows.append(
+            {
+                "setting": setting_name,
+                "n_rct": setting.n_d1,
+                "n_obs": setting.n_d2,
+                "d1_outcome": d1_outcome + (" (paper config)" if d1_outcome == paper_d1 else ""),
+                "seconds": time_paper_interval(cfg, setting_name, repeats, seed),
+                "meets_target": None,
+            }
+        )
+    return rows
+
+
+def paper_markdown(rows: list[dict]) -> str:
+    """Paper-scale rows as a markdown table."""
+    lines = ["| " + " | ".join(PAPER_COLUMNS) + " |", "|" + "---|" * len(PAPER_COLUMNS)]
+    for r in rows:
+        cells = [r["setting"], str(r["n_rct"]), str(r["n_obs"]), r["d1_outcome"]]
+        lines.append("| " + " | ".join([*cells, f"{r['seconds']:.3f}"]) + " |")
+    return "\n".join(lines)
+
+
 def markdown(rows: list[dict]) -> str:
     """Rows as a markdown table."""
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
@@ -67,7 +123,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     """Run the benchmark, print a markdown table and return its rows.
 
     Each row: ``n_rct``, ``n_obs``, ``seconds`` (median wall time of one ``intervals`` call)
-    and ``meets_target`` (bool at n_rct = 1000, n_obs = 100000, else None).
+    and ``meets_target`` (bool at n_rct = 1000, n_obs = 100000, else None). With
+    ``--paper-scale`` the rows are the paper-scale ones, with ``setting`` and ``d1_outcome``
+    added and ``meets_target`` None.
     """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-rct", type=int, default=TARGET_N_RCT, help="rows of D1 (the RCT)")
@@ -79,9 +137,19 @@ def main(argv: list[str] | None = None) -> list[dict]:
         "--d1-design", choices=("rct", "observational"), default="rct", help="D1's design"
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--paper-scale", action="store_true", help="time the paper config's GP setting instead"
+    )
+    parser.add_argument(
+        "--setting", choices=PAPER_SETTINGS, default="strong_confounding", help="--paper-scale's"
+    )
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
+    if args.paper_scale:
+        rows = paper_rows(args.setting, args.repeats, args.seed)
+        print(paper_markdown(rows))
+        return rows
     if args.n_rct < 8 or min(args.n_obs) < 8:
         parser.error("--n-rct and --n-obs must be >= 8 (both arms in every cross-fitting fold)")
 

@@ -11,9 +11,13 @@ from shared.config import ExperimentConfig
 class LearnerConfig:
     """scikit-learn nuisance and CATE learners (see papers/ppi_ate/model.py)."""
 
+    # D2's CATE model and its nuisances
     outcome: str = "spline"  # spline | linear | gradient_boosting (per-arm regressions)
-    propensity: str = "logistic"  # logistic | gradient_boosting (unused when D1 is an RCT)
+    propensity: str = "logistic"  # logistic | gradient_boosting (the DR-learner's)
     cate: str = "t_learner"  # D2 CATE model: t_learner | dr_learner (linear final stage)
+    # D1's AIPW nuisances (cross-fitted); the same choices as outcome / propensity
+    d1_outcome: str = "spline"
+    d1_propensity: str = "logistic"  # unused when D1 is an RCT with a known propensity
     n_knots: int = 6  # spline: SplineTransformer knots
     spline_degree: int = 3
     gb_n_estimators: int = 100  # gradient boosting (sklearn defaults)
@@ -51,7 +55,6 @@ class SettingConfig:
     gp_treatment_lengthscale: list[float] = field(default_factory=lambda: [1.0e6, 0.5])
     gp_treatment_linear: list[float] = field(default_factory=lambda: [0.0, 10.0])
     gp_propensity_clip: list[float] = field(default_factory=lambda: [0.1, 0.9])
-    true_ate_mc_draws: int = 10000  # Monte-Carlo draws for the true ATE (gp)
 
 
 @dataclass

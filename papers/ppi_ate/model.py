@@ -10,30 +10,34 @@ from sklearn.preprocessing import SplineTransformer
 from papers.ppi_ate.config import LearnerConfig
 
 
-def outcome_factory(cfg: LearnerConfig):
-    """Factory of fresh outcome regressions (one per arm and fold)."""
-    if cfg.outcome == "spline":  # the brief's toy learner: cubic splines + least squares
+def outcome_factory(cfg: LearnerConfig, key: str = "outcome"):
+    """Factory of fresh outcome regressions (one per arm and fold) of the kind named by
+    ``learners.<key>``: ``outcome`` (D2's models) or ``d1_outcome`` (D1's nuisances)."""
+    kind = getattr(cfg, key)
+    if kind == "spline":  # the brief's toy learner: cubic splines + least squares
         return lambda: make_pipeline(
             SplineTransformer(n_knots=cfg.n_knots, degree=cfg.spline_degree), LinearRegression()
         )
-    if cfg.outcome == "linear":  # the official code's D1 outcome model
+    if kind == "linear":  # the official code's D1 outcome model
         return LinearRegression
-    if cfg.outcome == "gradient_boosting":  # the official LinearDRLearner's model_regression
+    if kind == "gradient_boosting":  # the official LinearDRLearner's model_regression
         return lambda: GradientBoostingRegressor(
             n_estimators=cfg.gb_n_estimators, max_depth=cfg.gb_max_depth, random_state=0
         )
-    raise ValueError(f"unknown learners.outcome {cfg.outcome!r}: spline, linear, gradient_boosting")
+    raise ValueError(f"unknown learners.{key} {kind!r}: spline, linear, gradient_boosting")
 
 
-def propensity_factory(cfg: LearnerConfig):
-    """Factory of fresh propensity classifiers."""
-    if cfg.propensity == "logistic":  # the official code's D1 propensity model
+def propensity_factory(cfg: LearnerConfig, key: str = "propensity"):
+    """Factory of fresh propensity classifiers of the kind named by ``learners.<key>``:
+    ``propensity`` (the DR-learner's on D2) or ``d1_propensity`` (D1's nuisance)."""
+    kind = getattr(cfg, key)
+    if kind == "logistic":  # the official code's D1 propensity model
         return LogisticRegression
-    if cfg.propensity == "gradient_boosting":  # the official LinearDRLearner's model_propensity
+    if kind == "gradient_boosting":  # the official LinearDRLearner's model_propensity
         return lambda: GradientBoostingClassifier(
             n_estimators=cfg.gb_n_estimators, max_depth=cfg.gb_max_depth, random_state=0
         )
-    raise ValueError(f"unknown learners.propensity {cfg.propensity!r}: logistic, gradient_boosting")
+    raise ValueError(f"unknown learners.{key} {kind!r}: logistic, gradient_boosting")
 
 
 def final_stage_factory():

@@ -51,7 +51,7 @@ def intervals(
     check_dataset("D1", d1.x, d1.a, d1.y)
     check_dataset("D2", d2.x, d2.a, d2.y)
     learners = cfg.learners
-    make_regressor = outcome_factory(learners)
+    make_regressor = outcome_factory(learners)  # D2's CATE model and its nuisances
     known = (
         setting.rct_propensity
         if (setting.d1_design == "rct" and setting.use_known_propensity)
@@ -59,12 +59,14 @@ def intervals(
     )
     if known is not None and not 0.0 < known < 1.0:
         raise ValueError(f"D1 propensity must lie strictly in (0, 1), got rct_propensity={known}")
-    make_classifier = None if known is not None else propensity_factory(learners)
+    d1_classifier = None if known is not None else propensity_factory(learners, "d1_propensity")
     clip = tuple(learners.propensity_clip)
 
-    # Step 4: AIPW pseudo-outcomes on D1 with cross-fitted nuisances (Sec. 3.4).
+    # Step 4: AIPW pseudo-outcomes on D1 with cross-fitted nuisances (Sec. 3.4), from D1's
+    # own learners (the official code: linear / logistic regression), not D2's.
+    d1_regressor = outcome_factory(learners, "d1_outcome")
     mu0, mu1, e = cross_fit_nuisances(
-        d1.x, d1.a, d1.y, make_regressor, make_classifier, known, learners.n_folds, clip, rng
+        d1.x, d1.a, d1.y, d1_regressor, d1_classifier, known, learners.n_folds, clip, rng
     )
     phi = aipw_pseudo_outcomes(d1.y, d1.a, mu0, mu1, e, cfg.aipw_variant)  # (n,)
 

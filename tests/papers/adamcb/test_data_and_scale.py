@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from papers.adamcb import train
 from papers.adamcb.data import (
     IDX_IMAGES_MAGIC,
     IDX_LABELS_MAGIC,
@@ -19,8 +20,9 @@ from papers.adamcb.data import (
     read_idx,
 )
 from papers.adamcb.model import build_model
-from shared.config import compose_dict
+from shared.config import compose_dict, to_object
 from shared.entry import execute
+from shared.preflight import PreflightError
 from tests.helpers import run_cli
 
 
@@ -200,3 +202,43 @@ def test_two_processes_match_one(tmp_path):
     for method, metrics in outputs[1].items():
         for name, stats in metrics.items():
             assert outputs[2][method][name]["mean"] == pytest.approx(stats["mean"], rel=1e-4)
+
+
+# ----------------------------------------------------------------------------------------------
+# Preflight: a paper-scale run names missing data on one line before any work
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "folder", "extra"),
+    [
+        ("mnist", "MNIST/raw", []),
+        ("fashion_mnist", "FashionMNIST/raw", []),
+        (
+            "cifar10",
+            "cifar-10-batches-py",
+            ["data.mean=[0.5,0.5,0.5]", "data.std=[0.25,0.25,0.25]"],
+        ),
+    ],
+)
+def test_preflight_names_the_missing_data(tmp_path, name, folder, extra):
+    out_dir = tmp_path / "run"
+    unset = compose_dict("adamcb", "paper", [f"data.name={name}", *extra])
+    with pytest.raises(PreflightError, match=r"data\.root is not set") as error:
+        execute("adamcb", unset, out_dir)
+    assert "\n" not in str(error.value) and "Nothing is downloaded" in str(error.value)
+
+    missing = compose_dict(
+        "adamcb", "paper", [f"data.name={name}", f"data.root={tmp_path}", *extra]
+    )
+    with pytest.raises(PreflightError) as error:
+        execute("adamcb", missing, out_dir)
+    assert str(tmp_path / folder) in str(error.value)
+    assert not out_dir.exists()
+
+    (tmp_path / folder).mkdir(parents=True)
+    assert train.preflight(to_object(missing)) == []
+
+
+def test_preflight_needs_nothing_for_the_bundled_digits():
+    assert train.preflight(to_object(compose_dict("adamcb", "paper", ["data.name=digits"]))) == []
