@@ -31,6 +31,20 @@ from shared.tables import markdown_table  # noqa: E402
 
 RESULTS_DIR = Path("results")
 TOY_FILE, HELDOUT_FILE, FIGURE_FILE = "toy.json", "heldout.json", "toy.png"
+MAX_FIGURE_BYTES = 150_000  # README figures stay small in the repository
+
+
+def save_figure(src: Path, dst: Path, max_bytes: int = MAX_FIGURE_BYTES) -> None:
+    """Copy the run's PNG; one over ``max_bytes`` is stored with a 256-colour palette instead
+    (plots have few colours, so it looks the same at a fraction of the size)."""
+    shutil.copyfile(src, dst)
+    if dst.stat().st_size > max_bytes:
+        from PIL import Image  # matplotlib's own dependency
+
+        with Image.open(src) as image:
+            image.convert("RGB").quantize(colors=256).save(dst, optimize=True)
+    if dst.stat().st_size > max_bytes:
+        raise SystemExit(f"{dst}: {dst.stat().st_size} bytes > {max_bytes}; lower the plot's dpi")
 
 
 def reproduce(
@@ -51,7 +65,7 @@ def reproduce(
             if not figure.is_file():
                 raise SystemExit(f"{slug}: the run wrote no {claims.PLOT} (claims.PLOT)")
             results_dir.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(figure, results_dir / FIGURE_FILE)
+            save_figure(figure, results_dir / FIGURE_FILE)
     passed = all(c["passed"] for c in record["claims"])
     print(f"\n{slug}: {'held-out' if heldout else 'claim'} seeds {record['seeds']}")
     print(
