@@ -15,7 +15,10 @@ CI_SEEDS = SEEDS
 HELDOUT_SEEDS = [1000 + i for i in range(len(SEEDS))]
 # The dot-product critic is not part of any claim: it runs in the default toy
 # (`python -m papers.horizon_generalization.train`) and is reported in the README.
-METHODS = ["l2", "mrn", "mlp", "oracle"]
+METHODS = ["l2", "mrn", "mlp", "oracle", "untrained"]
+# Every gated claim and the negative control need only these; the monolithic MLP (35 s a run,
+# compute-bound) enters only the diagnostics, which scripts/reproduce.py runs.
+CI_METHODS = ["l2", "mrn", "oracle", "untrained"]
 PRIMARY = ("open/l2", "far_success")
 PLOT = "success_by_distance.png"  # the run's main figure, saved as results/toy.png
 TABLE_METRICS = [
@@ -27,6 +30,7 @@ TABLE_METRICS = [
     "pi_rate",
 ]
 CPU_BUDGET_S = 180.0
+UNTRAINED = "untrained"  # the l2 critic at initialisation, no training step
 PI_MARGIN = 0.30
 
 OPEN = "open"
@@ -36,6 +40,7 @@ _NAMES = {
     "dot": "dot-product critic",
     "mlp": "monolithic MLP critic",
     "oracle": "oracle critic (-BFS)",
+    "untrained": "untrained l2 critic (control)",
 }
 LABELS = {
     f"{layout}/{m}": f"{layout}: {name}"
@@ -67,24 +72,28 @@ CLAIMS = [
         )
         for b in ("near", "mid", "far")
     ),
-    # The paper's central comparison, through the mechanism this toy does show: metric and
+    # Negative control: the l2 critic at its initialisation, through the same evaluator. The
+    # far-goal bar is reached by what the critic learned, not by the metric architecture or
+    # by the evaluator (an untrained metric critic is a random embedding of the grid).
+    Claim(
+        "untrained l2 critic: far-goal success >= 0.85",
+        MeanAtLeast("far_success", (f"{OPEN}/{UNTRAINED}",), 0.85),
+        role="negative_control",
+    ),
+    # The paper's central comparison through the mechanism the toy shows best: metric and
     # quasimetric critics are planning invariant (the greedy action towards g is the one
-    # towards a waypoint w on the way to g), the unconstrained monolithic critic is not. The
-    # 0.30 margin is the brief's separation margin (claims 1-2), carried over to the PI rate.
+    # towards a waypoint w on the way to g), the unconstrained monolithic critic less so. With
+    # PyTorch's default initialisation l2 - MLP was 0.40 on seeds 0-2; with the official
+    # LeCun-uniform initialisation (the default) the MLP is far more planning invariant and
+    # the 0.30 margin (the brief's separation margin, carried over) holds on neither seed set
+    # (README, "What the toy does not show"). Reported, not gated.
     *(
         Claim(
-            f"planning invariance: {critic} PI rate >= monolithic MLP's + 0.30",
+            f"planning invariance: {critic} PI rate >= monolithic MLP's + 0.30 (not reproduced)",
             MarginAtLeast("pi_rate", f"{OPEN}/{critic}", f"{OPEN}/mlp", PI_MARGIN),
+            role="diagnostic",
         )
         for critic in ("l2", "mrn")
-    ),
-    # Negative control: the unconstrained critic in the constrained critics' place. The
-    # oracle (-BFS, exactly planning invariant: PI rate 1) is the reference both clear by a
-    # wide margin; the MLP must not come within the same margin of it.
-    Claim(
-        "monolithic MLP: PI rate >= oracle's - 0.30 (as l2 and MRN)",
-        MarginAtLeast("pi_rate", f"{OPEN}/mlp", f"{OPEN}/oracle", -PI_MARGIN),
-        role="negative_control",
     ),
     # The brief's separation on far-goal *success* did not reproduce: our monolithic MLP
     # reaches ~0.84 on far goals (brief's prototype: 0.26). Reported as measured, not gated.

@@ -75,6 +75,7 @@ class EvalConfig:
 @dataclass
 class Config(ExperimentConfig):
     # l2 (metric) | mrn (quasimetric) | dot | mlp (monolithic) | oracle (-BFS, no training)
+    # | untrained (the l2 critic at initialisation: the claims' negative control)
     methods: list[str] = field(default_factory=lambda: ["l2", "mrn", "dot", "mlp", "oracle"])
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
     layouts: dict[str, LayoutConfig] = field(default_factory=dict)  # every defined layout

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from papers.horizon_generalization.claims import LABELS
+from papers.horizon_generalization.claims import LABELS, UNTRAINED
 from papers.horizon_generalization.config import Config, LayoutConfig
 from papers.horizon_generalization.data import random_trajectories, sample_hindsight
 from papers.horizon_generalization.env import Grid, make_grid
@@ -33,7 +33,9 @@ from shared.runtime import make_accelerator
 from shared.seeding import seed_everything
 
 CRITICS = ("l2", "mrn", "dot", "mlp")
-METHODS = (*CRITICS, "oracle")
+# UNTRAINED: the l2 critic at its initialisation, evaluated without a training step (the
+# claims' negative control: the evaluator and the metric architecture alone reach no far goal).
+METHODS = (*CRITICS, "oracle", UNTRAINED)
 
 
 def q_function(critic: Critic):
@@ -78,7 +80,7 @@ def train_one(
         seed_everything(seed)
         c = cfg.critic
         critic = Critic(
-            method,
+            "l2" if method == UNTRAINED else method,
             grid.n_states,
             grid.n_actions,
             repr_dim=c.repr_dim,
@@ -107,7 +109,7 @@ def train_one(
             model=critic,
             optimizer=optimizer,
             accelerator=accelerator,
-            max_steps=setting.steps,
+            max_steps=0 if method == UNTRAINED else setting.steps,
             loop=cfg.loop,
             run_dir=run_dir,
             next_batch=next_batch,
