@@ -1,0 +1,150 @@
+"""The k-variance bound's toy acceptance claims (brief Sec. 5), declared as data.
+
+Setting: configs/gnn_kvariance/toy.yaml. Part A (``regular_L2``): 200 random 4-regular graphs
+on 16 nodes, label = triangle count above the median, a 2-layer GIN; Part B (``gnp_L1`` ..
+``gnp_L4``): connected G(n, 0.25) graphs, n ~ U{12..20}, label = triangles / edges above the
+median, 100 train / 1000 test graphs, GINs of 1 to 4 layers (the claims compare 1 and 4).
+Families: ``mpnn`` (input [1], bounded by 1-WL) and ``fmpnn`` (input [1, rooted triangle
+count], bounded by triangle F-WL).
+Bounds: Algorithm 1 with the official constants and quirks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from shared.claims import Claim, MeanAtLeast, MeanAtMost, PairedWins, RatioAtMost
+
+SCALE = "toy"
+SEEDS = [0, 1, 2]
+CI_SEEDS = SEEDS
+# Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
+HELDOUT_SEEDS = [1000, 1001, 1002]
+METHODS = ["mpnn", "fmpnn"]
+PRIMARY = ("regular_L2/fmpnn", "test_acc")
+PLOT = "bound_vs_depth.png"  # the run's main figure, saved as results/toy.png
+TABLE_METRICS = ["train_acc", "test_acc", "gap", "w1_c0", "w1_c1", "lipschitz", "bound"]
+CPU_BUDGET_S = 180.0
+
+PART_A, B_SHALLOW, B_DEEP = "regular_L2", "gnp_L1", "gnp_L4"
+PART_B = [f"gnp_L{depth}" for depth in (1, 2, 3, 4)]  # L = 2, 3 only draw the curve
+FAMILY_NAMES = {"mpnn": "MPNN (1-WL)", "fmpnn": "F-MPNN (triangle F-WL)"}
+PART_NAMES = {PART_A: "A: 4-regular, L=2"} | {
+    setting: f"B: G(n, 0.25), L={setting[-1]}" for setting in PART_B
+}
+LABELS = {
+    f"{part}/{family}": f"{part_name}: {family_name}"
+    for part, part_name in PART_NAMES.items()
+    for family, family_name in FAMILY_NAMES.items()
+}
+# figure titles of the toy tasks
+LABELS |= {
+    "task:regular": "Part A: 4-regular graphs (1-WL-indistinguishable)",
+    "task:gnp": "Part B: connected G(n, 0.25)",
+}
+ALL_RUNS = tuple(f"{part}/{family}" for part in PART_NAMES for family in FAMILY_NAMES)
+ZERO = 1e-9  # A2: "exactly 0" up to this tolerance
+
+
+@dataclass(frozen=True)
+class SpearmanAtLeast:
+    """Spearman rank correlation between two metrics, pooled over every listed (method,
+    seed) run, is at least ``bound`` (a reported diagnostic: the bound tracks the gap)."""
+
+    x: str
+    y: str
+    methods: tuple[str, ...]
+    bound: float = 0.0
+
+    def measure(self, results) -> float:
+        xs = np.concatenate([results[m][self.x] for m in self.methods])
+        ys = np.concatenate([results[m][self.y] for m in self.methods])
+        return float(spearmanr(xs, ys).statistic)
+
+    def holds(self, measured: float) -> bool:
+        return measured >= self.bound
+
+    def describe(self) -> str:
+        return (
+            f"Spearman({self.x}, {self.y}) over every seed of {', '.join(self.methods)} "
+            f">= {self.bound:g}"
+        )
+
+    def methods_needed(self) -> set[str]:
+        return set(self.methods)
+
+    @property
+    def threshold(self) -> float:
+        return self.bound
+
+
+CLAIMS = [
+    # A1: 1-WL sees nothing on regular graphs; triangle counts separate them.
+    Claim(
+        "A1: MPNN train accuracy <= 0.70 (Part A)",
+        MeanAtMost("train_acc", (f"{PART_A}/mpnn",), 0.70),
+    ),
+    Claim(
+        "A1: MPNN test accuracy <= 0.70 (Part A)",
+        MeanAtMost("test_acc", (f"{PART_A}/mpnn",), 0.70),
+    ),
+    Claim(
+        "A1: F-MPNN test accuracy >= 0.90 (Part A)",
+        MeanAtLeast("test_acc", (f"{PART_A}/fmpnn",), 0.90),
+    ),
+    # A2: zero lambda-variance for 1-WL, positive for F-WL.
+    Claim(
+        "A2: MPNN lambda-W1 of every class exactly 0 in every seed (Part A)",
+        MeanAtMost("w1_max", (f"{PART_A}/mpnn",), ZERO, every_seed=True),
+    ),
+    Claim(
+        "A2: F-MPNN class-mean lambda-W1 > 0.5 (Part A)",
+        MeanAtLeast("w1_mean", (f"{PART_A}/fmpnn",), 0.5),
+    ),
+    # B1: the MPNN bound grows with depth in every seed.
+    Claim(
+        "B1: MPNN bound(L=4) > bound(L=1) in every seed (Part B)",
+        PairedWins("bound", f"{B_DEEP}/mpnn", f"{B_SHALLOW}/mpnn", len(SEEDS), False),
+    ),
+    # B2: lambda-variance grows with refinement: mean W1(L=4) >= 1.2 x mean W1(L=1),
+    # i.e. mean W1(L=1) / mean W1(L=4) <= 1 / 1.2.
+    Claim(
+        "B2: 1-WL lambda-W1 at L=4 >= 1.2x at L=1 (Part B)",
+        RatioAtMost("w1_mean", f"{B_SHALLOW}/mpnn", f"{B_DEEP}/mpnn", 1 / 1.2),
+    ),
+    # B3: every bound is above the measured gap (bound_slack = bound - max(0, gap)).
+    Claim(
+        "B3: every bound >= max(0, train acc - test acc)",
+        MeanAtLeast("bound_slack", ALL_RUNS, 0.0, every_seed=True),
+    ),
+    # Negative controls: the plain MPNN in the F-MPNN's place must fail both Part-A bars.
+    Claim(
+        "MPNN in the F-MPNN's place: test accuracy >= 0.90 (Part A)",
+        MeanAtLeast("test_acc", (f"{PART_A}/mpnn",), 0.90),
+        role="negative_control",
+    ),
+    Claim(
+        "MPNN in the F-MPNN's place: class-mean lambda-W1 > 0.5 (Part A)",
+        MeanAtLeast("w1_mean", (f"{PART_A}/mpnn",), 0.5),
+        role="negative_control",
+    ),
+    # Reported, not gated (brief Sec. 5).
+    Claim(
+        "Spearman correlation of bound and gap, all runs",
+        SpearmanAtLeast("bound", "gap", ALL_RUNS),
+        role="diagnostic",
+    ),
+    Claim(
+        "Spearman correlation of bound and gap, Part B",
+        SpearmanAtLeast("bound", "gap", tuple(f"{p}/{f}" for p in PART_B for f in FAMILY_NAMES)),
+        role="diagnostic",
+    ),
+    Claim(
+        "F-MPNN trend: bound(L=4) > bound(L=1) in every seed (Part B)",
+        PairedWins("bound", f"{B_DEEP}/fmpnn", f"{B_SHALLOW}/fmpnn", len(SEEDS), False),
+        role="diagnostic",
+    ),
+]

@@ -1,0 +1,91 @@
+"""The GNNs whose bound is measured: phi(G) = the logits (brief Sec. 3.1).
+
+* :class:`GIN`, the toy model (brief Sec. 5): L GINConv layers (sum aggregation, eps = 0),
+  each an MLP Linear(d, h) -> ReLU -> Linear(h, h) followed by ReLU; sum pooling; head
+  Linear(h, h) -> ReLU -> Linear(h, K).
+* :class:`GCN`, the official network (brief Sec. 3.4, ``run/custom_graphgym/network/GCN.py``):
+  L GCNConv layers without bias, each followed by ReLU; sum pooling; head Linear(h, h) ->
+  BatchNorm1d(track_running_stats=False) -> ReLU -> Linear(h, K).
+
+Both are MPNNs: given constant or identical node inputs they cannot separate graphs that
+1-WL does not (brief Sec. 3.5). The F-MPNN is the same network on inputs with the rooted
+homomorphism counts appended (``train.py``), bounded by F-WL. (A GCN layer normalises by
+both endpoints' degrees, so an L-layer GCN reads one round more than L-round WL; the
+official code pairs it with L rounds all the same, and so do we at paper scale.)
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch_geometric.nn import GCNConv, GINConv, global_add_pool
+
+ARCHITECTURES = ("gin", "gcn")
+
+
+class GIN(nn.Module):
+    """Toy GIN (brief Sec. 5)."""
+
+    def __init__(self, in_dim: int, hidden: int, num_layers: int, num_classes: int) -> None:
+        super().__init__()
+        self.convs = nn.ModuleList(
+            GINConv(
+                nn.Sequential(
+                    nn.Linear(in_dim if i == 0 else hidden, hidden),
+                    nn.ReLU(),
+                    nn.Linear(hidden, hidden),
+                )
+            )
+            for i in range(num_layers)
+        )
+        self.head = nn.Sequential(
+            nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, num_classes)
+        )
+
+    def forward(
+        self, x: torch.Tensor, edge_index: torch.Tensor, batch: torch.Tensor, num_graphs: int
+    ) -> torch.Tensor:
+        for conv in self.convs:
+            x = torch.relu(conv(x, edge_index))  # (N, h)
+        return self.head(global_add_pool(x, batch, size=num_graphs))  # (B, K)
+
+
+class GCN(nn.Module):
+    """Official GCN (brief Sec. 3.4)."""
+
+    def __init__(self, in_dim: int, hidden: int, num_layers: int, num_classes: int) -> None:
+        super().__init__()
+        self.convs = nn.ModuleList(
+            GCNConv(in_dim if i == 0 else hidden, hidden, bias=False) for i in range(num_layers)
+        )
+        self.head = nn.Sequential(
+            nn.Linear(hidden, hidden),
+            nn.BatchNorm1d(hidden, track_running_stats=False),  # batch statistics, also in eval
+            nn.ReLU(),
+            nn.Linear(hidden, num_classes),
+        )
+
+    def forward(
+        self, x: torch.Tensor, edge_index: torch.Tensor, batch: torch.Tensor, num_graphs: int
+    ) -> torch.Tensor:
+        for conv in self.convs:
+            x = torch.relu(conv(x, edge_index))  # (N, h)
+        return self.head(global_add_pool(x, batch, size=num_graphs))  # (B, K)
+
+
+def build_model(
+    arch: str, in_dim: int, hidden: int, num_layers: int, num_classes: int
+) -> nn.Module:
+    if arch not in ARCHITECTURES:
+        raise ValueError(f"unknown model.arch {arch!r}; choose from {list(ARCHITECTURES)}")
+    cls = GIN if arch == "gin" else GCN
+    return cls(in_dim, hidden, num_layers, num_classes)
+
+
+def margin_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The official "margin" loss (``run/custom_graphgym/loss/example.py``): a multi-class
+    hinge, MultiMarginLoss(p=1, margin=1), applied to log-softmax outputs."""
+    return nn.functional.multi_margin_loss(torch.log_softmax(logits, dim=-1), y, p=1, margin=1.0)
+
+
+LOSSES = {"cross_entropy": nn.functional.cross_entropy, "margin": margin_loss}
