@@ -75,3 +75,33 @@ def cpu_and_wall_clock() -> Iterator[Clock]:
     finally:
         clock.cpu_s = _cpu_seconds() - cpu
         clock.wall_s = time.perf_counter() - wall
+
+
+def save_tiny_llama(
+    model_dir: Path, corpus: list[str], eos_token: str, chat_template: str | None = None
+):
+    """Save a tiny random ``LlamaForCausalLM`` and a byte-level BPE tokenizer trained on
+    ``corpus`` to ``model_dir``: the stand-in for a paper-scale checkpoint that papers load
+    with ``from_pretrained(local_dir)`` (nothing is downloaded). Returns the tokenizer."""
+    import torch
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(corpus, vocab_size=300, special_tokens=[eos_token])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token=eos_token)
+    if chat_template is not None:
+        tokenizer.chat_template = chat_template
+    tokenizer.save_pretrained(model_dir)
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    LlamaForCausalLM(config).save_pretrained(model_dir)
+    return tokenizer

@@ -6,12 +6,12 @@ import json
 import random
 
 import pytest
-import torch
 
 from papers.nupa.config import MethodConfig, TokenizerConfig
 from papers.nupa.data import Problem, check_task, make_test_set, training_batch
 from papers.nupa.train import encode_batch, make_tokenizer, score
 from shared.config import compose
+from tests.helpers import save_tiny_llama
 
 ADD = "add_Integer_Integer_Integer"
 TYPES = ("Integer", "Integer", "Integer")
@@ -74,27 +74,10 @@ def test_configs_name_known_tasks_and_settings():
 def test_llm_eval_answers_the_benchmark_with_a_local_model(tmp_path):
     """The paper-scale path on a tiny stand-in: a random Llama and a byte-level tokenizer
     saved to a folder, a 1-task benchmark folder, then predictions the evaluator scores."""
-    from tokenizers import ByteLevelBPETokenizer
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
     from papers.nupa import evaluate, llm_eval
 
-    bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(["0123456789 + = . / e"], vocab_size=300, special_tokens=["<eos>"])
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<eos>")
     model_dir = tmp_path / "model"
-    tokenizer.save_pretrained(model_dir)
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    LlamaForCausalLM(config).save_pretrained(model_dir)
+    save_tiny_llama(model_dir, ["0123456789 + = . / e"], eos_token="<eos>")
 
     bench = tmp_path / "bench"
     bench.mkdir()
