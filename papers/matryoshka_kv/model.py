@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
+from transformers import LlamaForCausalLM
 from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
@@ -40,6 +40,14 @@ from papers.matryoshka_kv.method import (
     compress,
     compressed_attention,
 )
+from shared.llama import (
+    SwappedAttention,
+    decoder_layers,
+    load_local_causal_lm,
+    swap_attention,
+    swapped_attentions,
+    tiny_llama,
+)
 
 # --------------------------------------------------------------------------- models
 
@@ -47,45 +55,15 @@ from papers.matryoshka_kv.method import (
 def build_toy_model(cfg: ModelConfig, attn_implementation: str = "sdpa") -> LlamaForCausalLM:
     """Randomly initialised Llama from the config's fields (untied embeddings; no bos/eos/pad
     ids, so greedy generation always runs ``max_new_tokens``). Seed torch beforehand."""
-    config = LlamaConfig(
-        vocab_size=cfg.vocab_size,
-        hidden_size=cfg.hidden_size,
-        intermediate_size=cfg.intermediate_size,
-        num_hidden_layers=cfg.num_hidden_layers,
-        num_attention_heads=cfg.num_attention_heads,
-        num_key_value_heads=cfg.num_key_value_heads,
-        max_position_embeddings=cfg.max_position_embeddings,
-        rope_theta=cfg.rope_theta,
-        hidden_act="silu",
-        tie_word_embeddings=False,
-        bos_token_id=None,
-        eos_token_id=None,
-        pad_token_id=None,
-        attn_implementation=attn_implementation,
-    )
-    return LlamaForCausalLM(config)
+    return tiny_llama(cfg, attn_implementation)
 
 
 def load_local_model(path: str | Path, dtype: torch.dtype | None = None, **kwargs):
     """A local Llama / Mistral checkpoint folder (``from_pretrained(..., local_files_only=True)``,
     never downloads). Raises ``FileNotFoundError`` when the folder or its config is absent."""
-    path = Path(path)
-    if not (path / "config.json").is_file():
-        raise FileNotFoundError(
-            f"no model checkpoint at {path} (expected {path / 'config.json'}); place a local "
-            "Llama / Mistral folder there (nothing is downloaded)"
-        )
     if dtype is not None:
         kwargs["dtype"] = dtype
-    kwargs.setdefault("attn_implementation", "sdpa")
-    return AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, **kwargs)
-
-
-def _decoder_layers(model: nn.Module) -> nn.ModuleList:
-    inner = getattr(model, "model", None)
-    if inner is None or not hasattr(inner, "layers"):
-        raise TypeError(f"{type(model).__name__} has no .model.layers (expected a *ForCausalLM)")
-    return inner.layers
+    return load_local_causal_lm(path, **kwargs)
 
 
 def _head_dim(config) -> int:
@@ -257,7 +235,7 @@ def _attention_bias(
     return mask.to(dtype)
 
 
-class MatryoshkaAttention(nn.Module):
+class MatryoshkaAttention(SwappedAttention):
     """Replacement of a Llama / Mistral ``self_attn`` computing attention from the compressed
     keys / values (brief Sec. 3.1), reusing the base module's q/k/v/o projections.
 
@@ -268,20 +246,9 @@ class MatryoshkaAttention(nn.Module):
     """
 
     def __init__(self, base: nn.Module, projections: KVProjections, layer_idx: int):
-        super().__init__()
-        self.config = base.config
+        super().__init__(base)  # q/k/v/o taken over, same parameter names
         self.layer_idx = layer_idx
-        self.head_dim = base.head_dim
-        self.num_key_value_groups = base.num_key_value_groups
-        self.scaling = base.scaling
         self.is_causal = True
-        self.q_proj, self.k_proj, self.v_proj, self.o_proj = (
-            base.q_proj,
-            base.k_proj,
-            base.v_proj,
-            base.o_proj,
-        )
-        self.num_key_value_heads = self.k_proj.out_features // self.head_dim
         self.set_projections(projections)
 
     def set_projections(self, projections: KVProjections) -> None:
@@ -336,11 +303,7 @@ class MatryoshkaAttention(nn.Module):
 
 def matryoshka_attentions(model: nn.Module) -> list[MatryoshkaAttention]:
     """The model's MatryoshkaAttention modules in layer order (empty if none attached)."""
-    return [
-        layer.self_attn
-        for layer in _decoder_layers(model)
-        if isinstance(layer.self_attn, MatryoshkaAttention)
-    ]
+    return swapped_attentions(model, MatryoshkaAttention)
 
 
 def attach_projections(model: nn.Module, projections: KVProjections) -> nn.Module:
@@ -354,7 +317,7 @@ def attach_projections(model: nn.Module, projections: KVProjections) -> nn.Modul
     and attention implementations other than eager / sdpa are refused.
     """
     config = model.config
-    layers = _decoder_layers(model)
+    layers = decoder_layers(model)
     head_dim, n_kv = _head_dim(config), config.num_key_value_heads
     expected = (len(layers), n_kv, head_dim)
     got = (projections.n_layers, projections.n_heads, projections.head_dim)
@@ -367,11 +330,13 @@ def attach_projections(model: nn.Module, projections: KVProjections) -> nn.Modul
     impl = getattr(config, "_attn_implementation", "eager")
     if impl not in ("eager", "sdpa"):
         raise ValueError(f"attn_implementation {impl!r} unsupported; use 'eager' or 'sdpa'")
-    for idx, layer in enumerate(layers):
-        if isinstance(layer.self_attn, MatryoshkaAttention):
-            layer.self_attn.set_projections(projections)
-        else:
-            layer.self_attn = MatryoshkaAttention(layer.self_attn, projections, idx)
+    for attention in matryoshka_attentions(model):  # already attached: new projections
+        attention.set_projections(projections)
+    swap_attention(
+        model,
+        MatryoshkaAttention,
+        lambda base: MatryoshkaAttention(base, projections, base.layer_idx),
+    )
     model.add_module("kv_projections", projections)
     return model
 

@@ -1,0 +1,1 @@
+"""EM-LLM: human-inspired episodic memory for infinite-context LLMs (arXiv 2407.09450)."""
