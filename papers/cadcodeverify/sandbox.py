@@ -106,6 +106,24 @@ def _limit_resources(limits: SandboxLimits):
     return apply
 
 
+def _python_binds() -> list[str]:
+    """Read-only binds of the interpreter and its import paths that live under /tmp: the
+    sandbox mounts a fresh /tmp, which would hide a virtual environment created there (as a
+    fresh-clone CI run does)."""
+    roots = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        str(Path(sys.executable).resolve().parent),
+    }
+    roots |= {entry for entry in sys.path if entry and Path(entry).is_dir()}
+    binds: list[str] = []
+    for root in sorted(roots):
+        if Path(root).resolve().is_relative_to("/tmp"):
+            binds += ["--ro-bind", root, root]
+    return binds
+
+
 def sandbox_command(workdir: Path, use_bwrap: bool) -> list[str]:
     python = [sys.executable, "-I", RUNNER_NAME]  # -I: no PYTHON* variables, no user site
     if not use_bwrap:
@@ -117,6 +135,7 @@ def sandbox_command(workdir: Path, use_bwrap: bool) -> list[str]:
         "--dev", "/dev",
         "--proc", "/proc",
         "--tmpfs", "/tmp",
+        *_python_binds(),
         "--bind", wd, wd,
         "--chdir", wd,
         "--unshare-all",
