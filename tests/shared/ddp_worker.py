@@ -69,6 +69,10 @@ def main(out_path: str) -> None:
                 }
             )
         )
+    # Tear gloo down before interpreter exit: a process group left to the exit handlers can
+    # abort a rank ("terminate called without an active exception") on a loaded machine.
+    accelerator.wait_for_everyone()
+    accelerator.end_training()
 
 
 if __name__ == "__main__":
