@@ -344,9 +344,12 @@ def run(cfg: Config, out_dir: Path) -> Results:
 
         return run_mujoco(cfg, Path(out_dir))
     if cfg.env.backend == "isaac":
-        raise NotImplementedError(
-            "the Isaac Gym backend is not part of this repository "
-            "(papers/resdex/README.md says what a backend must provide)"
+        # Isaac Gym (an NVIDIA download, not on PyPI) has no backend here; the paper config
+        # names it so that preflight states what the paper's own setting needs.
+        raise ValueError(
+            "env.backend=isaac has no implementation in this repository; run "
+            "env.backend=mujoco (Adroit) or kinematic, or add a backend as "
+            "papers/resdex/README.md describes"
         )
     out_dir = Path(out_dir)
     torch.set_num_threads(cfg.runtime.num_threads)
