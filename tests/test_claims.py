@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.entry import check_claims, paper_modules
+from shared.entry import check_claims, paper_modules, reproduce_only
 from shared.tables import markdown_table
 from tests.helpers import cpu_and_wall_clock
 
@@ -38,8 +38,10 @@ def test_toy_claim(slug, tmp_path, record_property):
         ],
     )
     assert record["claims"], f"{slug}: no claim was evaluated"
-    gated = [c.name for c in claims.CLAIMS if c.role == "claim"]
-    assert [c["name"] for c in record["claims"] if c["role"] == "claim"] == gated
+    optional = reproduce_only(claims)  # gated by scripts/reproduce.py only (over budget here)
+    gated = [c.name for c in claims.CLAIMS if c.role == "claim" and c.name not in optional]
+    measured = [c["name"] for c in record["claims"] if c["role"] == "claim"]
+    assert [name for name in measured if name not in optional] == gated
     assert all(c["passed"] for c in record["claims"]), f"{slug} claim failed:\n{table}"
     assert clock.cpu_s <= claims.CPU_BUDGET_S, (
         f"{slug} claim took {clock.cpu_s:.0f} CPU s (wall {clock.wall_s:.0f} s) "

@@ -9,6 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from shared.config import CONFIG_DIR, PAPERS_DIR, SCALES, compose_dict
+from shared.entry import reproduce_only
 from tests.helpers import PAPERS
 
 PAPER_FILES = ("README.md", "__init__.py", "config.py", "train.py", "claims.py", "data.py")
@@ -77,10 +78,15 @@ def test_claims_module_declares_everything(slug):
     assert not set(claims.HELDOUT_SEEDS) & set(claims.SEEDS), "held-out seeds must be unused"
     assert 0 < claims.CPU_BUDGET_S <= 180, "CI's per-paper claim budget is 180 CPU seconds"
     assert any(c.role == "claim" for c in claims.CLAIMS)
+    optional = reproduce_only(claims)
+    claim_names = {c.name for c in claims.CLAIMS if c.role == "claim"}
+    assert set(optional) <= claim_names, "REPRODUCE_ONLY names claims of CLAIMS"
+    assert all(isinstance(why, str) and why.strip() for why in optional.values())
+    assert claim_names - set(optional), "CI gates at least one claim"
     if hasattr(claims, "CI_METHODS"):  # CI may leave out only what controls need
         assert set(claims.CI_METHODS) <= set(claims.METHODS)
         for claim in claims.CLAIMS:
-            if claim.role == "claim":
+            if claim.role == "claim" and claim.name not in optional:
                 # results of setting grids are keyed "<setting>/<method>"
                 needed = {m.rsplit("/", 1)[-1] for m in claim.comparator.methods_needed()}
                 assert needed <= set(claims.CI_METHODS), claim.name

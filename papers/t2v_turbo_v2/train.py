@@ -1,0 +1,475 @@
+"""T2V-Turbo-v2 toy experiment: teacher DDIM baselines and the students cd, cd_rm, cd_rm_mg.
+
+    python -m papers.t2v_turbo_v2.prepare          # once: the cached teacher, RMs, classifier
+    python -m papers.t2v_turbo_v2.train            # toy: Algorithm 1 records, 3 students x 3 seeds
+    python -m papers.t2v_turbo_v2.train scale=smoke
+
+Algorithm 1 (records with teacher outputs and motion-energy gradients) runs once per run
+folder and is cached there; every (method, seed) student is then trained with Algorithm 2
+(own loop, checkpointed every ``student.checkpoint_every`` steps, resumable) and evaluated on
+540 samples (4 LCM steps). Paper scale: see ``paper_scale.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from scipy import linalg  # noqa: E402
+from torch.nn import functional as F  # noqa: E402
+from tqdm.auto import tqdm  # noqa: E402
+
+from papers.t2v_turbo_v2 import method as M  # noqa: E402
+from papers.t2v_turbo_v2.config import Config  # noqa: E402
+from papers.t2v_turbo_v2.data import (  # noqa: E402
+    N_PROMPTS,
+    centroid_direction,
+    config_split,
+    prompt_name,
+    short_caption,
+)
+from papers.t2v_turbo_v2.prepare import load_assets, video_rm_input  # noqa: E402
+from shared import checkpoint  # noqa: E402
+from shared.entry import main  # noqa: E402
+from shared.experiment import RunOutput, check_names, run_grid  # noqa: E402
+from shared.logger import MetricsLogger  # noqa: E402
+from shared.loop import param_fingerprints  # noqa: E402
+
+STUDENTS = ("cd", "cd_rm", "cd_rm_mg")
+# Claim 4's check as its own (cheap) method: cd_rm, cd_rm_mg at motion_gs = 0 and at the
+# configured motion_gs, trained ``sanity_steps`` each from the same seed; nothing is sampled.
+GS0_CHECK = "gs0_check"
+PLOT_NAME = "samples.png"
+
+
+def teacher_methods(cfg: Config) -> list[str]:
+    return [f"teacher_ddim{k}" for k in cfg.eval.teacher_ddim_steps]
+
+
+def preflight(cfg: Config) -> list[str]:
+    """Paper scale: what is missing (teacher folder, records), named before any work."""
+    from papers.t2v_turbo_v2.paper_scale import preflight as paper_preflight
+
+    return paper_preflight(cfg)
+
+
+# ------------------------------------------------------------------ Algorithm 1 on the toy
+def build_records(
+    cfg: Config, models: dict, schedule: M.NoiseSchedule, grid: M.SolverGrid, progress: bool
+) -> dict:
+    """Run C: 1,000 motion clips (moving sprite, short caption, indices in the noisy half) and
+    2,000 other clips (indices in the clean half), from the training set."""
+    d, p = cfg.data, cfg.preprocess
+    data = config_split(d, "train")
+    moving = (data.prompt % 3 != 2) & data.is_short
+    motion_idx = np.flatnonzero(moving)[: p.n_motion]
+    rest = np.setdiff1d(np.arange(len(data)), motion_idx)[: p.n_other]
+    if len(motion_idx) < p.n_motion or len(rest) < p.n_other:
+        raise ValueError(
+            f"preprocess asks for {p.n_motion} motion + {p.n_other} other clips; "
+            f"the data set has {len(data)}"
+        )
+    order = np.concatenate([motion_idx, rest])
+    is_motion = torch.from_numpy(
+        np.concatenate([np.ones(len(motion_idx), bool), np.zeros(len(rest), bool)])
+    )
+    clips = torch.from_numpy(data.clips[order])
+    tokens = torch.from_numpy(data.tokens[order])
+    gen = torch.Generator().manual_seed(p.seed)
+    n = M.sample_solver_indices(is_motion, grid.n_steps, p.p_max, gen)
+    eps = torch.randn(clips.shape, generator=gen)
+    teacher, text = models["teacher"], models["text"]
+    out: dict[str, list] = {}
+    starts = range(0, len(order), p.batch)
+    for s in tqdm(starts, desc="Algorithm 1", disable=not progress):
+        sl = slice(s, s + p.batch)
+        with torch.no_grad():
+            ctx = text(tokens[sl])
+        rec = M.preprocess_records(
+            teacher,
+            schedule,
+            grid,
+            clips[sl],
+            ctx,
+            text.empty(len(ctx)),
+            is_motion[sl],
+            n[sl],
+            eps[sl],
+            cfg.method.temp_loss_scale,
+            cfg.method.rank_k,
+        )
+        rec["context"] = ctx
+        for k, v in rec.items():
+            out.setdefault(k, []).append(v)
+    records = {k: torch.cat(v) for k, v in out.items()}
+    records["is_short"] = torch.from_numpy(data.is_short[order])
+    records["prompt"] = torch.from_numpy(data.prompt[order])
+    return records
+
+
+def load_or_build_records(cfg, models, schedule, grid, out_dir: Path) -> dict:
+    path = out_dir / "records.pt"
+    if path.exists():
+        return checkpoint.load_checkpoint(path)
+    records = build_records(cfg, models, schedule, grid, cfg.runtime.progress)
+    checkpoint.save_checkpoint(records, path)
+    return records
+
+
+# ------------------------------------------------------------------------------ students
+def make_student(teacher: torch.nn.Module, seed: int) -> torch.nn.Module:
+    """Student = teacher copy + freshly initialised w / motion projections (Sec. 3.4)."""
+    student = copy.deepcopy(teacher)
+    torch.manual_seed(seed)
+    student.add_condition_projection()
+    student.train().requires_grad_(True)
+    return student
+
+
+def reward_functions(models: dict, prompts: torch.Tensor):
+    """Toy RMs: ``R_img = log p(shape, colour | frame)``, ``R_vid = log p(triple | 4 frames)``."""
+    image_rm, video_rm = models["image_rm"], models["video_rm"]
+
+    def image_reward(frames: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        logp = F.log_softmax(image_rm(frames), dim=-1)
+        return logp.gather(1, (prompts[idx] // 3)[:, None]).squeeze(1)
+
+    def video_reward(clips: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        logp = F.log_softmax(video_rm(clips), dim=-1)
+        return logp.gather(1, prompts[idx][:, None]).squeeze(1)
+
+    return image_reward, video_reward
+
+
+def decode_pixels(x: torch.Tensor) -> torch.Tensor:
+    """The toy's "VAE decode": identity, clamped to the pixel range like the paper's decode."""
+    return x.clamp(-1.0, 1.0)
+
+
+def train_student(
+    variant: str,
+    seed: int,
+    steps: int,
+    cfg: Config,
+    models: dict,
+    records: dict,
+    schedule: M.NoiseSchedule,
+    grid: M.SolverGrid,
+    run_dir: Path | None,
+    logger: MetricsLogger | None,
+    motion_gs: float | None = None,
+    progress: bool = False,
+) -> torch.nn.Module:
+    """Algorithm 2 for ``steps`` steps (resumable from ``run_dir/checkpoint.pt``)."""
+    s = cfg.student
+    use_rm = variant in ("cd_rm", "cd_rm_mg")
+    gs = (
+        (cfg.method.motion_gs if variant == "cd_rm_mg" else 0.0) if motion_gs is None else motion_gs
+    )
+    method_cfg = dataclasses.replace(cfg.method, motion_gs=gs)
+    student = make_student(models["teacher"], seed)
+    initial = param_fingerprints(student)
+    opt = torch.optim.AdamW(
+        student.parameters(),
+        lr=s.lr,
+        betas=(s.beta1, s.beta2),
+        weight_decay=s.weight_decay,
+        eps=s.adam_eps,
+    )
+    target = copy.deepcopy(student).requires_grad_(False) if method_cfg.use_target_ema else student
+    gen = torch.Generator().manual_seed(seed)
+    step = 0
+    ckpt = None if run_dir is None else Path(run_dir) / "checkpoint.pt"
+    if ckpt is not None and ckpt.exists():
+        state = checkpoint.load_checkpoint(ckpt)
+        student.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        gen.set_state(state["generator"])
+        if method_cfg.use_target_ema:
+            target.load_state_dict(state["target"])
+        step, initial = int(state["step"]), state["initial_fingerprints"]
+        if logger is not None:
+            logger.drop_after(step, method=variant, seed=seed)
+    # Toy: the frozen classifiers of run B score each batch's prompts; paper scale passes
+    # ``reward_factory`` (HPSv2.1 + CLIP, InternVideo2 on VAE-decoded frames) and ``decode``.
+    reward_factory = models.get("reward_factory") or (
+        lambda batch: reward_functions(models, batch["prompt"])
+    )
+    decode = models.get("decode") or decode_pixels
+    count = len(records["n"])
+    bar = tqdm(
+        total=steps, initial=step, desc=f"{variant} s{seed}", disable=not progress, leave=False
+    )
+    while step < steps:
+        idx = torch.randint(0, count, (s.batch,), generator=gen)
+        batch = {k: v[idx] for k, v in records.items()}
+        image_reward, video_reward = reward_factory(batch) if use_rm else (None, None)
+        out = M.t2v_turbo_v2_loss(
+            student,
+            target,
+            schedule,
+            grid,
+            batch,
+            method_cfg,
+            gen,
+            decode,
+            image_reward,
+            video_reward,
+            cfg.net.cond_embed_dim,
+            cfg.net.use_motion_cond,
+        )
+        opt.zero_grad(set_to_none=True)
+        out["loss"].backward()
+        torch.nn.utils.clip_grad_norm_(student.parameters(), s.grad_clip)
+        opt.step()
+        if method_cfg.use_target_ema:
+            with torch.no_grad():
+                for pt, ps in zip(target.parameters(), student.parameters(), strict=True):
+                    pt.lerp_(ps, 1 - method_cfg.target_ema_decay)
+        step += 1
+        bar.update(1)
+        if logger is not None and (step % 50 == 0 or step == steps):
+            logger.log(
+                {
+                    "method": variant,
+                    "seed": seed,
+                    "step": step,
+                    **{k: float(v.detach()) for k, v in out.items()},
+                }
+            )
+        if ckpt is not None and (step % s.checkpoint_every == 0 or step == steps):
+            state = {
+                "step": step,
+                "model": student.state_dict(),
+                "optimizer": opt.state_dict(),
+                "generator": gen.get_state(),
+                "initial_fingerprints": initial,
+            }
+            if method_cfg.use_target_ema:
+                state["target"] = target.state_dict()
+            checkpoint.save_checkpoint(state, ckpt)
+    bar.close()
+    return student.eval().requires_grad_(False)
+
+
+# ------------------------------------------------------------------------------ metrics
+def frechet_distance(a: np.ndarray, b: np.ndarray) -> float:
+    """``|mu_a - mu_b|^2 + tr(S_a + S_b - 2 (S_a S_b)^(1/2))`` (FVD stand-in)."""
+    mu_a, mu_b = a.mean(0), b.mean(0)
+    cov_a, cov_b = np.cov(a, rowvar=False), np.cov(b, rowvar=False)
+    covmean = linalg.sqrtm(cov_a @ cov_b)
+    covmean = covmean.real if np.iscomplexobj(covmean) else covmean
+    return float(((mu_a - mu_b) ** 2).sum() + np.trace(cov_a + cov_b - 2 * covmean))
+
+
+def eval_prompts(cfg: Config) -> torch.Tensor:
+    return torch.arange(N_PROMPTS).repeat_interleave(cfg.eval.samples_per_prompt)
+
+
+@torch.no_grad()
+def evaluate(
+    samples: torch.Tensor,
+    prompts: torch.Tensor,
+    models: dict,
+    real_features: np.ndarray,
+    cfg: Config,
+) -> dict[str, float]:
+    """acc (eval classifier, triple), dir_acc (centroid track), FD, R_vid (video RM, nats)."""
+    evaluator, video_rm = models["evaluator"], models["video_rm"]
+    feats = evaluator.features(samples)
+    acc = (evaluator.head(feats).argmax(-1) == prompts).float().mean().item()
+    dir_acc = (centroid_direction(samples, cfg.eval.dead_zone) == prompts % 3).float().mean().item()
+    frames = video_rm_input(
+        samples, torch.zeros(len(samples), dtype=torch.long), cfg.method.video_frames
+    )
+    r_vid = F.log_softmax(video_rm(frames), -1).gather(1, prompts[:, None]).mean().item()
+    return {
+        "acc": acc,
+        "dir_acc": dir_acc,
+        "FD": frechet_distance(feats.numpy().astype(np.float64), real_features),
+        "R_vid": r_vid,
+    }
+
+
+def sample_clips(
+    kind: str, student, seed: int, cfg: Config, models: dict, schedule, grid, motion_gs: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    prompts = eval_prompts(cfg)
+    contexts = models["text"](torch.from_numpy(short_caption(prompts.numpy())))
+    gen = torch.Generator().manual_seed(cfg.eval.seed + seed)
+    shape = (
+        (cfg.data.length,) if cfg.data.kind == "sprites1d" else (cfg.data.length, cfg.data.length)
+    )
+    channels = 3 if cfg.data.kind == "sprites1d" else 1
+    out = []
+    for s in range(0, len(prompts), cfg.eval.batch):
+        ctx = contexts[s : s + cfg.eval.batch]
+        b = len(ctx)
+        if kind.startswith("teacher_ddim"):
+            clips = M.teacher_ddim_sample(
+                models["teacher"],
+                schedule,
+                (b, channels, cfg.data.frames, *shape),
+                ctx,
+                models["text"].empty(b),
+                int(kind.removeprefix("teacher_ddim")),
+                cfg.eval.guidance,
+                gen,
+                clip_sample=True,
+            )
+        else:
+            clips = M.lcm_sample(
+                student,
+                schedule,
+                (b, channels, cfg.data.frames, *shape),
+                ctx,
+                cfg.eval.lcm_steps,
+                grid.n_steps,
+                cfg.eval.guidance,
+                motion_gs,
+                cfg.eval.p_inf,
+                gen,
+                clip_sample=True,
+                cond_dim=cfg.net.cond_embed_dim,
+                use_motion_cond=cfg.net.use_motion_cond,
+            )
+        out.append(clips)
+    return torch.cat(out), prompts
+
+
+def strip_indices(cfg: Config) -> list[int]:
+    """One sample each of ``strip_prompts`` prompts spread over the 27 (for the PNG)."""
+    chosen = np.linspace(0, N_PROMPTS - 1, cfg.eval.strip_prompts).round().astype(int)
+    return [int(p) * cfg.eval.samples_per_prompt for p in chosen]
+
+
+def sanity_pair(cfg: Config, models, records, schedule, grid, seed: int) -> dict[str, float]:
+    """Claim 4: ``cd_rm_mg`` with motion_gs = 0 equals ``cd_rm`` bit for bit (same seed);
+    with the configured motion_gs it differs (the negative control)."""
+    steps = cfg.sanity_steps
+    ref = train_student("cd_rm", seed, steps, cfg, models, records, schedule, grid, None, None)
+    zero = train_student(
+        "cd_rm_mg", seed, steps, cfg, models, records, schedule, grid, None, None, motion_gs=0.0
+    )
+    on = train_student("cd_rm_mg", seed, steps, cfg, models, records, schedule, grid, None, None)
+
+    def max_diff(a, b) -> float:
+        return max(
+            (pa - pb).abs().max().item()
+            for pa, pb in zip(a.parameters(), b.parameters(), strict=True)
+        )
+
+    return {"gs0_max_abs_diff": max_diff(ref, zero), "gs_on_max_abs_diff": max_diff(ref, on)}
+
+
+# ------------------------------------------------------------------------------ plot
+def plot_strips(strips: dict[str, torch.Tensor], cfg: Config, path: Path) -> None:
+    """Sampled clips per variant: frames as rows, one prompt per column."""
+    prompts = [i // cfg.eval.samples_per_prompt for i in strip_indices(cfg)]
+    fig, axes = plt.subplots(
+        1, len(strips), figsize=(2.6 * len(strips), 2.4), dpi=80, squeeze=False
+    )
+    for ax, (name, clips) in zip(axes[0], strips.items(), strict=True):
+        clips = ((clips.clamp(-1, 1) + 1) / 2).numpy()  # (P, C, T, L)
+        if clips.ndim == 5:
+            clips = clips.mean(3)  # 2-D variant: column profile
+        if clips.shape[1] == 1:
+            clips = np.repeat(clips, 3, axis=1)
+        gap = np.ones((clips.shape[2], 2, 3))
+        panels = []
+        for c in clips:
+            panels += [c.transpose(1, 2, 0), gap]
+        ax.imshow(np.concatenate(panels[:-1], axis=1), interpolation="nearest", aspect="auto")
+        ax.set_title(name, fontsize=8)
+        ax.set_xticks(
+            [(cfg.data.length + 2) * i + cfg.data.length / 2 for i in range(len(prompts))]
+        )
+        ax.set_xticklabels([prompt_name(p).replace(" ", "\n") for p in prompts], fontsize=5)
+        ax.set_yticks([])
+        ax.set_ylabel("frame", fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+# ------------------------------------------------------------------------------ run
+def run(cfg: Config, out_dir: Path):
+    if cfg.scale == "paper":
+        from papers.t2v_turbo_v2.paper_scale import run_paper
+
+        return run_paper(cfg, out_dir)
+    check_names("methods", cfg.methods, [*teacher_methods(cfg), *STUDENTS, GS0_CHECK])
+    torch.set_num_threads(cfg.runtime.num_threads)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    schedule = M.NoiseSchedule.from_config(cfg.schedule)
+    grid = M.SolverGrid.build(schedule.num_train_timesteps, cfg.schedule.solver_steps)
+    models = load_assets(cfg)
+    d = cfg.data
+    held = config_split(d, "heldout")
+    with torch.no_grad():
+        real_features = (
+            models["evaluator"].features(torch.from_numpy(held.clips)).numpy().astype(np.float64)
+        )
+    records = None
+    if any(m in (*STUDENTS, GS0_CHECK) for m in cfg.methods):
+        records = load_or_build_records(cfg, models, schedule, grid, out_dir)
+    logger = MetricsLogger(out_dir / "metrics.jsonl")
+
+    def train_one(method: str, seed: int, run_dir: Path) -> RunOutput:
+        if method == GS0_CHECK:
+            return RunOutput(sanity_pair(cfg, models, records, schedule, grid, seed))
+        student, gs = None, 0.0
+        metrics: dict[str, float] = {}
+        if method in STUDENTS:
+            student = train_student(
+                method,
+                seed,
+                cfg.student.steps,
+                cfg,
+                models,
+                records,
+                schedule,
+                grid,
+                run_dir,
+                logger,
+                progress=cfg.runtime.progress,
+            )
+            gs = cfg.method.motion_gs if method == "cd_rm_mg" else 0.0
+        samples, prompts = sample_clips(method, student, seed, cfg, models, schedule, grid, gs)
+        metrics.update(evaluate(samples, prompts, models, real_features, cfg))
+        checkpoint.save_checkpoint(
+            {"strip": samples[strip_indices(cfg)].contiguous()}, Path(run_dir) / "strip.pt"
+        )
+        return RunOutput(metrics)
+
+    results, _ = run_grid(
+        cfg.methods, cfg.seeds, out_dir, train_one, progress=cfg.runtime.progress, logger=logger
+    )
+    strips = {
+        m: checkpoint.load_checkpoint(out_dir / "runs" / f"{m}-s{cfg.seeds[0]}" / "strip.pt")[
+            "strip"
+        ]
+        for m in cfg.methods
+        if m != GS0_CHECK
+    }
+    if strips:  # a run of claim 4's check alone samples nothing
+        plot_strips(strips, cfg, out_dir / PLOT_NAME)
+    if records is not None and records["use_motion"].any():
+        g_norm = records["g"][records["use_motion"]].flatten(1).norm(dim=1)
+        print(
+            f"\nmotion-energy gradient |g| over {int(records['use_motion'].sum())} motion records: "
+            f"mean {g_norm.mean():.3g}, median {g_norm.median():.3g}, max {g_norm.max():.3g}"
+        )
+    return results
+
+
+if __name__ == "__main__":
+    main("t2v_turbo_v2")
