@@ -56,7 +56,7 @@ class PrepareConfig:
     assets_dir: str = "papers/t2v_turbo_v2/assets"  # committed safetensors + manifest.json
     work_dir: str = "outputs/t2v_turbo_v2/prepare"  # resumable checkpoints of the teacher run
     seed: int = 12345
-    teacher_steps: int = 8000
+    teacher_steps: int = 16000
     teacher_batch: int = 32
     teacher_lr: float = 5e-4
     teacher_ema: float = 0.999

@@ -3,8 +3,8 @@ independent evaluation classifier once, and save them as small safetensors files
 
     python -m papers.t2v_turbo_v2.prepare [key=value ...]     # resumable, deterministic
 
-The teacher (~8,000 steps) is trained in chunks of ``prepare.chunk_steps`` steps; after each
-chunk the model, its EMA, the optimiser and the RNG are checkpointed under
+The teacher (16,000 steps, ~25 CPU min) is trained in chunks of ``prepare.chunk_steps``
+steps; after each chunk the model, its EMA, the optimiser and the RNG are checkpointed under
 ``prepare.work_dir`` so an interrupted run continues where it stopped. The results are
 written to ``prepare.assets_dir`` with ``manifest.json`` (sha256 of every file, the command,
 and the training summary); :func:`load_assets` verifies the checksums before loading. This is
@@ -99,6 +99,12 @@ def train_teacher(cfg: Config, progress: bool = True) -> dict:
         opt.load_state_dict(state["opt"])
         gen.set_state(state["gen"])
         step, losses = int(state["step"]), state["losses"].tolist()
+        if step > p.teacher_steps:
+            # Resuming would silently save a longer-trained teacher under a shorter budget.
+            raise ValueError(
+                f"{ckpt} is at step {step}, past prepare.teacher_steps={p.teacher_steps}; "
+                "delete it (or point prepare.work_dir elsewhere) to train this budget from scratch"
+            )
     bar = tqdm(total=p.teacher_steps, initial=step, desc="teacher", disable=not progress)
     while step < p.teacher_steps:
         chunk_end = min(step + p.chunk_steps, p.teacher_steps)
@@ -248,6 +254,11 @@ def write_manifest(cfg: Config, summary: dict) -> Path:
     path = out / "manifest.json"
     path.write_text(json.dumps(manifest, indent=2) + "\n")
     return path
+
+
+def assets_manifest_files(cfg: Config) -> dict[str, str]:
+    """sha256 of each asset file as recorded in ``manifest.json`` (checked by ``load_assets``)."""
+    return json.loads((_assets_dir(cfg) / "manifest.json").read_text())["files"]
 
 
 def load_assets(cfg: Config) -> dict[str, torch.nn.Module]:

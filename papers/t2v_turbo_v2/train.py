@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 from pathlib import Path
 
 import matplotlib
@@ -35,7 +36,11 @@ from papers.t2v_turbo_v2.data import (  # noqa: E402
     prompt_name,
     short_caption,
 )
-from papers.t2v_turbo_v2.prepare import load_assets, video_rm_input  # noqa: E402
+from papers.t2v_turbo_v2.prepare import (  # noqa: E402
+    assets_manifest_files,
+    load_assets,
+    video_rm_input,
+)
 from shared import checkpoint  # noqa: E402
 from shared.entry import main  # noqa: E402
 from shared.experiment import RunOutput, check_names, run_grid  # noqa: E402
@@ -400,6 +405,28 @@ def plot_strips(strips: dict[str, torch.Tensor], cfg: Config, path: Path) -> Non
 
 
 # ------------------------------------------------------------------------------ run
+def claim_run_folder(out_dir: Path, asset_hashes: dict[str, str]) -> None:
+    """Tie ``out_dir``'s caches (Algorithm 1 records, student checkpoints, finished runs) to
+    the assets that made them: resuming on top of another teacher would mix two experiments."""
+    path = out_dir / "assets.json"
+    if path.exists():
+        if json.loads(path.read_text()) != asset_hashes:
+            raise ValueError(
+                f"{out_dir} holds records and runs made with other toy assets (their sha256 "
+                f"are in {path}) than the ones loaded now; delete the folder or choose "
+                "another run folder"
+            )
+        return
+    if (out_dir / "records.pt").exists() or (out_dir / "runs").exists():
+        raise ValueError(
+            f"{out_dir} holds records or runs of unknown assets (no {path.name}); delete the "
+            "folder or choose another run folder"
+        )
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(asset_hashes, indent=2))
+    tmp.replace(path)
+
+
 def run(cfg: Config, out_dir: Path):
     if cfg.scale == "paper":
         from papers.t2v_turbo_v2.paper_scale import run_paper
@@ -412,6 +439,7 @@ def run(cfg: Config, out_dir: Path):
     schedule = M.NoiseSchedule.from_config(cfg.schedule)
     grid = M.SolverGrid.build(schedule.num_train_timesteps, cfg.schedule.solver_steps)
     models = load_assets(cfg)
+    claim_run_folder(out_dir, assets_manifest_files(cfg))
     d = cfg.data
     held = config_split(d, "heldout")
     with torch.no_grad():

@@ -9,12 +9,13 @@ import json
 import pytest
 import torch
 from diffusers import LCMScheduler
+from safetensors.torch import load_file
 
 from papers.t2v_turbo_v2 import method as M
 from papers.t2v_turbo_v2 import paper_scale as P
 from papers.t2v_turbo_v2.data import centroid_direction, make_toy_data
 from papers.t2v_turbo_v2.model import SpaceTimeUNet, TextEncoder
-from papers.t2v_turbo_v2.prepare import load_assets
+from papers.t2v_turbo_v2.prepare import load_assets, train_teacher
 from shared.config import compose
 
 
@@ -74,12 +75,49 @@ def test_missing_and_corrupted_assets_are_named(tmp_path):
         load_assets(cfg)
 
 
+def test_teacher_run_resumes_bit_for_bit_and_refuses_a_longer_checkpoint(tmp_path):
+    def run(name: str, steps: int, chunk: int) -> dict:
+        cfg = compose(
+            "t2v_turbo_v2",
+            "toy",
+            [
+                f"prepare.assets_dir={tmp_path / name}",
+                f"prepare.work_dir={tmp_path / name}",
+                f"prepare.teacher_steps={steps}",
+                f"prepare.chunk_steps={chunk}",
+            ],
+        )
+        train_teacher(cfg, progress=False)
+        return load_file(tmp_path / name / "teacher.safetensors")
+
+    straight = run("straight", 3, 3)
+    run("chunked", 1, 1)  # an interrupted run: one chunk, then resumed to the full budget
+    resumed = run("chunked", 3, 1)
+    assert straight.keys() == resumed.keys()
+    assert all(torch.equal(straight[k], resumed[k]) for k in straight)
+    with pytest.raises(ValueError, match="past prepare.teacher_steps=2"):
+        run("chunked", 2, 1)
+
+
 def test_solver_grid_that_does_not_divide_fails_at_start(tmp_path):
     from papers.t2v_turbo_v2.train import run
 
     cfg = compose("t2v_turbo_v2", "smoke", ["schedule.solver_steps=30"])
     with pytest.raises(ValueError, match="solver_steps=30"):
         run(cfg, tmp_path)
+
+
+def test_a_run_folder_made_with_other_assets_is_refused(tmp_path):
+    from papers.t2v_turbo_v2.train import claim_run_folder
+
+    claim_run_folder(tmp_path, {"teacher.safetensors": "a" * 64})
+    claim_run_folder(tmp_path, {"teacher.safetensors": "a" * 64})  # same assets: resumes
+    with pytest.raises(ValueError, match="other toy assets"):
+        claim_run_folder(tmp_path, {"teacher.safetensors": "b" * 64})
+    legacy = tmp_path / "legacy"
+    (legacy / "runs").mkdir(parents=True)
+    with pytest.raises(ValueError, match="unknown assets"):
+        claim_run_folder(legacy, {"teacher.safetensors": "a" * 64})
 
 
 def _tiny_unet3d(path):

@@ -1,6 +1,6 @@
 """Retrain the cached toy assets (teacher, RMs, evaluation classifier) and check what they
-reach. Long (the teacher's 8,000 steps): ``paper`` marker, never in CI; CI loads the
-committed safetensors files."""
+reach. Long (the teacher's 16,000 steps, ~25 CPU min): ``paper`` marker, never in CI; CI
+loads the committed safetensors files."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from papers.t2v_turbo_v2 import method as M
+from papers.t2v_turbo_v2.data import config_split
 from papers.t2v_turbo_v2.prepare import load_assets, prepare
 from papers.t2v_turbo_v2.train import eval_prompts, evaluate, sample_clips
 from shared.config import REPO_ROOT, compose
@@ -42,9 +43,7 @@ def test_prepare_retrains_assets_that_reach_the_committed_quality(tmp_path):
     models = load_assets(cfg)
     schedule = M.NoiseSchedule.from_config(cfg.schedule)
     grid = M.SolverGrid.build(1000, cfg.schedule.solver_steps)
-    from papers.t2v_turbo_v2.data import make_toy_data
-
-    held = make_toy_data(cfg.data.n_heldout, cfg.data.heldout_seed)
+    held = config_split(cfg.data, "heldout")
     with torch.no_grad():
         real = models["evaluator"].features(torch.from_numpy(held.clips)).numpy().astype("float64")
     samples, prompts = sample_clips("teacher_ddim50", None, 0, cfg, models, schedule, grid, 0.0)
