@@ -79,7 +79,8 @@ def build_records(
     if len(motion_idx) < p.n_motion or len(rest) < p.n_other:
         raise ValueError(
             f"preprocess asks for {p.n_motion} motion + {p.n_other} other clips; "
-            f"the data set has {len(data)}"
+            f"the training set has {len(data)} clips, {int(moving.sum())} of them moving with "
+            "a short caption (data.n_train)"
         )
     order = np.concatenate([motion_idx, rest])
     is_motion = torch.from_numpy(

@@ -198,3 +198,24 @@ def test_paper_scale_preflight_names_missing_paths():
     cfg = compose("t2v_turbo_v2", "paper")
     problems = " ".join(P.preflight(cfg))
     assert "paper_scale.teacher_dir" in problems and "data.root" in problems
+
+
+def test_readme_lists_the_committed_assets_sha256():
+    from shared.config import REPO_ROOT
+
+    folder = REPO_ROOT / "papers/t2v_turbo_v2"
+    manifest = json.loads((folder / "assets/manifest.json").read_text())
+    readme = (folder / "README.md").read_text()
+    for name, digest in manifest["files"].items():
+        assert f"| `assets/{name}` | `{digest}` |" in readme, name
+    assert f"{manifest['summary']['teacher_steps']:,} teacher steps" in readme
+
+
+def test_more_records_than_the_training_set_holds_are_named():
+    from papers.t2v_turbo_v2.train import build_records
+
+    cfg = compose("t2v_turbo_v2", "toy", ["preprocess.n_motion=100000"])
+    schedule = M.NoiseSchedule.from_config(cfg.schedule)
+    grid = M.SolverGrid.build(1000, cfg.schedule.solver_steps)
+    with pytest.raises(ValueError, match="100000 motion .* moving with a short caption"):
+        build_records(cfg, {}, schedule, grid, progress=False)
