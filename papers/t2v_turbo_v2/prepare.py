@@ -270,13 +270,13 @@ def load_assets(cfg: Config) -> dict[str, torch.nn.Module]:
     manifest_path = out / "manifest.json"
     if not manifest_path.is_file():
         raise FileNotFoundError(f"{manifest_path} is missing: run `{COMMAND}` first")
-    manifest = json.loads(manifest_path.read_text())
+    recorded = assets_manifest_files(cfg)
     states = {}
     for name in ASSET_FILES:
         path = out / name
         if not path.is_file():
             raise FileNotFoundError(f"{path} is missing: run `{COMMAND}` to rebuild the toy assets")
-        if sha256(path) != manifest["files"].get(name):
+        if sha256(path) != recorded.get(name):
             raise ValueError(
                 f"{path}: sha256 does not match {manifest_path} (corrupted or stale file); "
                 f"rerun `{COMMAND}`"

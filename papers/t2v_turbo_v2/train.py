@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 from pathlib import Path
 
 import matplotlib
@@ -46,6 +45,7 @@ from shared.entry import main  # noqa: E402
 from shared.experiment import RunOutput, check_names, run_grid  # noqa: E402
 from shared.logger import MetricsLogger  # noqa: E402
 from shared.loop import param_fingerprints  # noqa: E402
+from shared.records import read_json, write_json  # noqa: E402
 
 STUDENTS = ("cd", "cd_rm", "cd_rm_mg")
 # Claim 4's check as its own (cheap) method: cd_rm, cd_rm_mg at motion_gs = 0 and at the
@@ -411,7 +411,7 @@ def claim_run_folder(out_dir: Path, asset_hashes: dict[str, str]) -> None:
     the assets that made them: resuming on top of another teacher would mix two experiments."""
     path = out_dir / "assets.json"
     if path.exists():
-        if json.loads(path.read_text()) != asset_hashes:
+        if read_json(path) != asset_hashes:
             raise ValueError(
                 f"{out_dir} holds records and runs made with other toy assets (their sha256 "
                 f"are in {path}) than the ones loaded now; delete the folder or choose "
@@ -424,7 +424,7 @@ def claim_run_folder(out_dir: Path, asset_hashes: dict[str, str]) -> None:
             "folder or choose another run folder"
         )
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(asset_hashes, indent=2))
+    write_json(asset_hashes, tmp)
     tmp.replace(path)
 
 
