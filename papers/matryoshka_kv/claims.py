@@ -11,7 +11,11 @@ from shared.claims import Claim, MeanBelow, RatioAtMost
 
 SCALE = "toy"
 SEEDS = [0, 1, 2]
-CI_SEEDS = SEEDS
+# One seed costs ~50 CPU s, compute-bound (the teacher's 600 pre-training steps are ~60 % of it,
+# at the core's peak matmul rate), so three seeds (~150 CPU s, ~175 under CI's two-worker load)
+# leave no margin under the 180 CPU-second budget: CI gates the mean over seeds 0, 1 and
+# `scripts/reproduce.py` runs all three (results/toy.json).
+CI_SEEDS = [0, 1]
 # Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
 HELDOUT_SEEDS = [1000 + i for i in range(len(SEEDS))]
 METHODS = ["pca", "matryoshka", "fixed_rank"]

@@ -12,7 +12,11 @@ from shared.claims import Claim, MarginAtLeast, MeanAtLeast
 
 SCALE = "toy"
 SEEDS = [0, 1]
-CI_SEEDS = SEEDS
+# One (tokenizer, seed) training costs ~40 CPU s and is compute-bound (the tiny Llama's matmuls
+# run at the core's peak FLOP rate), so both seeds x both tokenizers (~160 CPU s, ~190 under
+# CI's two-worker load) do not fit the 180 CPU-second budget: CI gates seed 0 and
+# `scripts/reproduce.py` runs seeds 0, 1 (results/toy.json).
+CI_SEEDS = [0]
 # Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
 HELDOUT_SEEDS = [1000 + i for i in range(len(SEEDS))]
 METHODS = ["one_digit", "three_digit"]
