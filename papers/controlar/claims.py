@@ -11,7 +11,7 @@ from shared.claims import Claim, MarginAtLeast, MeanAtLeast, MeanWithin, RatioAt
 
 SCALE = "toy"
 SEEDS = [0, 1, 2]
-# One seed trains three variants (~140 CPU s with the interleaved timing); all three seeds
+# One seed trains three variants (~120 CPU s with the interleaved timing); all three seeds
 # would take CI past its 180 CPU-second budget, so CI gates seed 0 and
 # `scripts/reproduce.py` runs all three (results/toy.json).
 CI_SEEDS = [0]
