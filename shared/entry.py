@@ -37,7 +37,7 @@ from shared.config import (
     to_object,
 )
 from shared.records import git_commit, package_versions, read_json, summarise, write_json
-from shared.runtime import process_state
+from shared.runtime import process_state, shutdown_process_group
 from shared.tables import results_table, verdict_table
 
 RESULT_NAME = "result.json"
@@ -105,6 +105,7 @@ def execute(
             print(f"\nHeadline claim at toy scale (seeds {list(cfg.seeds)}):")
             print(verdict_table(verdicts))
         print(f"\nrun folder: {out_dir}")
+    shutdown_process_group()  # under torchrun: tear gloo down before the interpreter exits
     return record
 
 

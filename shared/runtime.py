@@ -7,6 +7,8 @@ or as N GPUs (``accelerate launch --num_processes N``) without code changes.
 
 from __future__ import annotations
 
+import gc
+
 import torch
 from accelerate import Accelerator, PartialState
 
@@ -35,3 +37,22 @@ def process_state(runtime: RuntimeConfig) -> PartialState:
     fall back to independent single processes.
     """
     return PartialState(cpu=runtime.device == "cpu")
+
+
+def shutdown_process_group(accelerator: Accelerator | None = None) -> None:
+    """End a multi-process (``torchrun``) run while the interpreter is still fully alive.
+
+    A gloo process group left to interpreter finalization can abort a rank after its work is
+    done ("terminate called without an active exception", exit code -6, about one run in
+    twenty on a loaded 2-core machine): DDP wrappers kept alive by the accelerator or by
+    reference cycles still hold the group while Python tears down. This releases the
+    accelerator's prepared objects, collects cycles, synchronises the ranks and destroys the
+    group. Callers drop their own references to prepared models first. One process: a no-op.
+    """
+    if not torch.distributed.is_initialized():
+        return
+    if accelerator is not None:
+        accelerator.free_memory()
+    gc.collect()
+    torch.distributed.barrier()
+    torch.distributed.destroy_process_group()

@@ -15,7 +15,7 @@ import torch
 
 from shared.config import LoopConfig, RuntimeConfig
 from shared.loop import fit
-from shared.runtime import make_accelerator
+from shared.runtime import make_accelerator, shutdown_process_group
 from shared.seeding import seed_everything, torch_generator
 
 N, DIM, BATCH, STEPS = 64, 5, 8, 12
@@ -69,10 +69,8 @@ def main(out_path: str) -> None:
                 }
             )
         )
-    # Tear gloo down before interpreter exit: a process group left to the exit handlers can
-    # abort a rank ("terminate called without an active exception") on a loaded machine.
-    accelerator.wait_for_everyone()
-    accelerator.end_training()
+    del model, optimizer  # the DDP wrapper holds the gloo group: release it before teardown
+    shutdown_process_group(accelerator)
 
 
 if __name__ == "__main__":

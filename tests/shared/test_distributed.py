@@ -6,8 +6,10 @@ import json
 import socket
 
 import numpy as np
+import torch
 
-from shared.config import REPO_ROOT
+from shared.config import REPO_ROOT, RuntimeConfig
+from shared.runtime import make_accelerator, shutdown_process_group
 from tests.helpers import run_cli
 
 WORKER = REPO_ROOT / "tests" / "shared" / "ddp_worker.py"
@@ -49,3 +51,10 @@ def test_two_processes_match_one(tmp_path):
     np.testing.assert_allclose(
         [h["mse"] for h in one["history"]], [h["mse"] for h in two["history"]], rtol=1e-5
     )
+
+
+def test_shutdown_is_a_no_op_in_one_process():
+    accelerator = make_accelerator(RuntimeConfig(device="cpu", num_threads=torch.get_num_threads()))
+    shutdown_process_group(accelerator)  # no process group: returns without touching anything
+    assert not torch.distributed.is_initialized()
+    assert accelerator.num_processes == 1
