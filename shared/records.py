@@ -102,10 +102,13 @@ def package_versions() -> dict[str, str]:
 
 
 def write_json(data: dict[str, Any], path: Path) -> None:
-    """Write ``data`` as indented JSON (creating folders)."""
+    """Write ``data`` as indented JSON (creating folders), atomically: a crash mid-write never
+    leaves a torn file that a later run would read as a finished record."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    tmp.replace(path)
 
 
 def read_json(path: Path) -> dict[str, Any]:

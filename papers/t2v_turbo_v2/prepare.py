@@ -27,7 +27,9 @@ from papers.t2v_turbo_v2.config import Config
 from papers.t2v_turbo_v2.data import config_split, vocab_size
 from papers.t2v_turbo_v2.method import NoiseSchedule
 from papers.t2v_turbo_v2.model import ClipClassifier, FrameClassifier, SpaceTimeUNet, TextEncoder
+from shared.checkpoint import load_checkpoint, save_checkpoint
 from shared.config import REPO_ROOT, compose
+from shared.records import read_json, write_json
 
 ASSET_FILES = (
     "teacher.safetensors",
@@ -91,7 +93,7 @@ def train_teacher(cfg: Config, progress: bool = True) -> dict:
     step, losses = 0, []
     ckpt = _work_dir(cfg) / "teacher_ckpt.pt"
     if ckpt.exists():
-        state = torch.load(ckpt, weights_only=True)
+        state = load_checkpoint(ckpt)
         net.load_state_dict(state["net"])
         text.load_state_dict(state["text"])
         ema_net.load_state_dict(state["ema_net"])
@@ -128,7 +130,6 @@ def train_teacher(cfg: Config, progress: bool = True) -> dict:
             bar.update(1)
             if step % 100 == 0:
                 bar.set_postfix(loss=f"{sum(losses[-100:]) / 100:.4f}")
-        ckpt.parent.mkdir(parents=True, exist_ok=True)
         state = {
             "net": net.state_dict(),
             "text": text.state_dict(),
@@ -139,8 +140,7 @@ def train_teacher(cfg: Config, progress: bool = True) -> dict:
             "step": torch.tensor(step),
             "losses": torch.tensor(losses),
         }
-        torch.save(state, ckpt.with_suffix(".tmp"))
-        ckpt.with_suffix(".tmp").replace(ckpt)
+        save_checkpoint(state, ckpt)  # atomic: an interrupted chunk resumes from the last one
     bar.close()
     out = _assets_dir(cfg)
     out.mkdir(parents=True, exist_ok=True)
@@ -252,13 +252,13 @@ def write_manifest(cfg: Config, summary: dict) -> Path:
         "summary": summary,
     }
     path = out / "manifest.json"
-    path.write_text(json.dumps(manifest, indent=2) + "\n")
+    write_json(manifest, path)
     return path
 
 
 def assets_manifest_files(cfg: Config) -> dict[str, str]:
     """sha256 of each asset file as recorded in ``manifest.json`` (checked by ``load_assets``)."""
-    return json.loads((_assets_dir(cfg) / "manifest.json").read_text())["files"]
+    return read_json(_assets_dir(cfg) / "manifest.json")["files"]
 
 
 def load_assets(cfg: Config) -> dict[str, torch.nn.Module]:

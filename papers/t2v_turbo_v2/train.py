@@ -423,9 +423,7 @@ def claim_run_folder(out_dir: Path, asset_hashes: dict[str, str]) -> None:
             f"{out_dir} holds records or runs of unknown assets (no {path.name}); delete the "
             "folder or choose another run folder"
         )
-    tmp = path.with_suffix(".tmp")
-    write_json(asset_hashes, tmp)
-    tmp.replace(path)
+    write_json(asset_hashes, path)
 
 
 def run(cfg: Config, out_dir: Path):
