@@ -3,6 +3,7 @@
     python scripts/reproduce.py --paper adamcb                    # one paper, all its claim seeds
     python scripts/reproduce.py --paper all --write               # every paper; write results
     python scripts/reproduce.py --paper all --heldout --write     # the held-out seed set
+    python scripts/reproduce.py --paper adamcb --check            # HEAD vs the committed file
 
 ``--write`` stores ``papers/<slug>/results/toy.json`` (per-method mean and std, each claim's
 measured value, threshold and verdict, command, commit, versions, wall time) and the run's main
@@ -10,13 +11,20 @@ figure (``claims.PLOT``) as ``results/toy.png``. ``--heldout`` reruns the claims
 ``HELDOUT_SEEDS`` (as many seeds as ``SEEDS``, disjoint from every seed used to build the claim)
 and writes ``results/heldout.json``: a claim that fails there is fragile, and is reported, never
 retuned. Then run ``python scripts/render_tables.py`` to refresh the README tables.
-Exit status is 1 if any claim or negative control fails.
+
+``--write`` refuses a tree whose tracked files (other than ``papers/*/results/``) differ from
+HEAD, and a process not on the pinned float path: a results file names the commit and the
+float path (``shared/floatpath.py``) that made it. ``--check`` compares the per-seed metrics
+HEAD computes with the committed file (exact, or within ``claims.METRIC_TOLERANCES``) and
+names each that differs. Exit status is 1 if any claim or negative control fails, or, with
+``--check``, if any metric differs.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -24,13 +32,21 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
+from shared import floatpath  # noqa: E402  (first: pins the float path)
 from shared.config import available_papers  # noqa: E402
-from shared.entry import check_claims, paper_modules  # noqa: E402
+from shared.entry import (  # noqa: E402
+    HELDOUT_FILE,
+    RESULTS_DIR,
+    TOY_FILE,
+    check_claims,
+    committed_differences,
+    paper_modules,
+)
 from shared.records import write_json  # noqa: E402
 from shared.tables import markdown_table  # noqa: E402
 
-RESULTS_DIR = Path("results")
-TOY_FILE, HELDOUT_FILE, FIGURE_FILE = "toy.json", "heldout.json", "toy.png"
+FIGURE_FILE = "toy.png"
+RESULTS_PATHSPEC = ":(exclude,glob)papers/*/results/**"  # what --write itself changes
 MAX_FIGURE_BYTES = 150_000  # README figures stay small in the repository
 
 
@@ -47,10 +63,48 @@ def save_figure(src: Path, dst: Path, max_bytes: int = MAX_FIGURE_BYTES) -> None
         raise SystemExit(f"{dst}: {dst.stat().st_size} bytes > {max_bytes}; lower the plot's dpi")
 
 
+def committed_code() -> str:
+    """HEAD's commit, when every tracked file outside the results folders matches it; else
+    exit with one line naming what differs (results must name the code that made them)."""
+    git = ["git", "-C", str(REPO_ROOT)]
+    changed = subprocess.run(
+        [*git, "status", "--porcelain", "--untracked-files=no", "--", ".", RESULTS_PATHSPEC],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
+    changed = [line[3:] for line in changed if line.strip()]
+    if changed:
+        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        shown = ", ".join(changed[:5]) + more
+        raise SystemExit(
+            f"reproduce.py --write: tracked files differ from HEAD ({shown}); commit them "
+            "first, so the results file names the code that made it"
+        )
+    head = ["rev-parse", "HEAD"]
+    return subprocess.run([*git, *head], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def check_float_path_for_write() -> None:
+    state = floatpath.state()
+    if state["mode"] != floatpath.PINNED or not state.get("holds"):
+        raise SystemExit(
+            "reproduce.py --write: this process is not on the pinned float path "
+            f"({state.get('native_because') or state['mode']}); results are written under the pin"
+        )
+
+
 def reproduce(
-    slug: str, seeds: list[int] | None, write: bool, progress: bool, heldout: bool = False
+    slug: str,
+    seeds: list[int] | None,
+    write: bool,
+    progress: bool,
+    heldout: bool = False,
+    commit: str | None = None,
+    check: bool = False,
 ) -> bool:
-    """Run one paper's claims; print them; optionally write its results file (and figure)."""
+    """Run one paper's claims; print them; optionally write its results file (and figure),
+    recording ``commit``, or compare the run with the committed file (``check``)."""
     _, claims = paper_modules(slug)
     if heldout:
         if seeds is not None:
@@ -60,6 +114,7 @@ def reproduce(
     results_dir = REPO_ROOT / "papers" / slug / RESULTS_DIR
     with tempfile.TemporaryDirectory(prefix=f"claims-{slug}-") as tmp:
         record = check_claims(slug, Path(tmp), seeds=seeds, overrides=overrides)
+        differences = committed_differences(slug, record, heldout) if check else []
         if write and not heldout:
             figure = Path(tmp) / claims.PLOT
             if not figure.is_file():
@@ -68,6 +123,13 @@ def reproduce(
             save_figure(figure, results_dir / FIGURE_FILE)
     passed = all(c["passed"] for c in record["claims"])
     print(f"\n{slug}: {'held-out' if heldout else 'claim'} seeds {record['seeds']}")
+    if check:
+        name = f"papers/{slug}/{RESULTS_DIR}/{HELDOUT_FILE if heldout else TOY_FILE}"
+        if differences:
+            print(f"{name}: {len(differences)} metric(s) differ from what HEAD computes:")
+            print("\n".join(f"  {line}" for line in differences))
+        else:
+            print(f"{name}: every per-seed metric reproduces")
     print(
         markdown_table(
             ["claim", "role", "measured", "threshold", "passed"],
@@ -94,13 +156,14 @@ def reproduce(
                 "table_metrics": list(claims.TABLE_METRICS),
                 "labels": dict(claims.LABELS),
                 "metrics": record["metrics"],
-                "git_commit": record["git_commit"],
+                "git_commit": commit or record["git_commit"],
+                "float_path": record["float_path"],
                 "versions": record["versions"],
                 "wall_time_s": record["wall_time_s"],
             },
             results_dir / (HELDOUT_FILE if heldout else TOY_FILE),
         )
-    return passed
+    return passed and not differences
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,17 +184,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--write", action="store_true", help="write papers/<slug>/results/{toy.json,toy.png}"
     )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="compare the per-seed metrics with the committed results file, naming each that "
+        "differs",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
     args = parser.parse_args(argv)
+    if args.write and args.check:
+        parser.error("--write replaces the committed file and --check compares with it: pick one")
 
     papers = available_papers() if args.paper == "all" else args.paper.split(",")
     unknown = sorted(set(papers) - set(available_papers()))
     if unknown:
         parser.error(f"unknown paper(s) {unknown}; known: {', '.join(available_papers())}")
+    commit = None
+    if args.write:
+        commit = committed_code()
+        check_float_path_for_write()
     verdicts = []
     for slug in papers:
         ok = reproduce(
-            slug, args.seeds, args.write, progress=not args.no_progress, heldout=args.heldout
+            slug,
+            args.seeds,
+            args.write,
+            progress=not args.no_progress,
+            heldout=args.heldout,
+            commit=commit,
+            check=args.check,
         )
         verdicts.append([slug, "PASS" if ok else "FAIL"])
     column = "held-out claim" if args.heldout else "toy claim"

@@ -293,3 +293,60 @@ def evaluate(claims: list[Claim], results: Results) -> list[Verdict]:
 
 def all_passed(verdicts: list[Verdict]) -> bool:
     return all(v.passed for v in verdicts)
+
+
+# ------------------------------------------------- the committed numbers (results/toy.json)
+@dataclass(frozen=True)
+class Tolerance:
+    """How far a metric recomputed by HEAD may sit from the committed results file, and why.
+
+    The default for every metric is exact equality (under the float-path pin the same seed
+    gives the same bits). A paper's ``claims.METRIC_TOLERANCES`` maps a metric name (or
+    ``method/metric``) to a Tolerance with its ``reason``; ``compare=False`` leaves a metric out
+    (a wall-clock time, which no machine repeats)."""
+
+    reason: str
+    abs: float = 0.0
+    rel: float = 0.0
+    compare: bool = True
+
+    def accepts(self, computed: float, committed: float) -> bool:
+        if not self.compare:
+            return True
+        return abs(computed - committed) <= self.abs + self.rel * abs(committed)
+
+
+EXACT = Tolerance(reason="the float-path pin makes the same seed give the same bits")
+
+
+def metric_differences(
+    computed: dict, committed: dict, seeds: list[int], tolerances: dict[str, Tolerance]
+) -> list[str]:
+    """Per-seed metrics of a run (``result.json``'s ``metrics``) that differ from the committed
+    file's beyond their tolerance, one line each naming method, metric and seed; empty when
+    every value reproduces. Methods and metrics the run did not compute are not compared."""
+    differences = []
+    for method, metrics in computed.items():
+        for metric, summary in metrics.items():
+            tolerance = tolerances.get(f"{method}/{metric}", tolerances.get(metric, EXACT))
+            if not tolerance.compare:
+                continue
+            reference = committed.get(method, {}).get(metric)
+            if reference is None:
+                differences.append(f"{method}/{metric}: not in the committed file")
+                continue
+            for seed in map(str, seeds):
+                if seed not in reference["per_seed"]:
+                    differences.append(f"{method}/{metric}: seed {seed} not in the committed file")
+                    continue
+                value, expected = summary["per_seed"][seed], reference["per_seed"][seed]
+                if value is None or expected is None:
+                    same = value is None and expected is None
+                else:
+                    same = value == expected or tolerance.accepts(value, expected)
+                if not same:
+                    differences.append(
+                        f"{method}/{metric} seed {seed}: HEAD computes {value!r}, "
+                        f"the committed file says {expected!r}"
+                    )
+    return differences

@@ -40,6 +40,10 @@ class RuntimeConfig:
     num_threads: int = 1  # torch intra-op threads (toy models: one is as fast, contention-proof)
     mixed_precision: str = "no"  # no | fp16 | bf16 (passed to accelerate)
     progress: bool = True  # tqdm progress bars
+    # pinned: one floating-point code path on every AVX2 machine (shared/floatpath.py), so a
+    # seed gives the committed numbers anywhere; native: each library picks its kernels for
+    # this CPU (faster on AVX-512 machines; the numbers are then this machine's own).
+    float_path: str = "pinned"
 
 
 @dataclass

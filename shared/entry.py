@@ -15,6 +15,7 @@ versions, wall time), a results table on the console, and resume of interrupted 
 from __future__ import annotations
 
 import importlib
+import os
 import shutil
 import sys
 import time
@@ -27,9 +28,10 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from shared import claims as claims_lib
-from shared import preflight
+from shared import floatpath, preflight
 from shared.config import (
     CONFIG_DIR,
+    REPO_ROOT,
     check_slug,
     compose_dict,
     register_schema,
@@ -41,8 +43,12 @@ from shared.runtime import process_state, shutdown_process_group
 from shared.tables import results_table, verdict_table
 
 RESULT_NAME = "result.json"
+# The committed results of each paper: papers/<slug>/results/{toy.json, heldout.json}.
+RESULTS_DIR = "results"
+TOY_FILE, HELDOUT_FILE = "toy.json", "heldout.json"
 CONFIG_RECORD_NAME = "run_config.json"
-# Keys that may change between a run and its resumption without invalidating it.
+# Keys that may change between a run and its resumption without invalidating it (the float
+# path is the one runtime key that changes numbers, so it is kept).
 RESUME_NEUTRAL_KEYS = ("runtime", "resume", "out_root")
 
 
@@ -68,6 +74,7 @@ def execute(
     cfg = to_object(cfg_dict)  # typed dataclass; fails naming a missing or ill-typed key
     if cfg.paper != slug:
         raise ValueError(f"config is for paper {cfg.paper!r}, entry point is {slug!r}")
+    check_float_path(cfg.runtime.float_path)
     train, claims = paper_modules(slug)
     if cfg.scale == "paper" and hasattr(train, "preflight"):
         preflight.check(slug, train.preflight(cfg))  # before any work or folder is made
@@ -94,6 +101,7 @@ def execute(
         "command": command or f"python -m papers.{slug}.train scale={cfg.scale}",
         "config": resolved,
         "git_commit": git_commit(),
+        "float_path": floatpath.state(),
         "versions": package_versions(),
         "wall_time_s": round(wall_time, 2),
     }
@@ -107,6 +115,36 @@ def execute(
         print(f"\nrun folder: {out_dir}")
     shutdown_process_group()  # under torchrun: tear gloo down before the interpreter exits
     return record
+
+
+def check_float_path(requested: str) -> None:
+    """Fail, in one line, when ``runtime.float_path`` differs from the process's float path
+    (fixed when numpy and torch loaded; the command line restarts the process instead)."""
+    if requested not in floatpath.MODES:
+        raise ValueError(
+            f"runtime.float_path={requested!r}; choose one of {', '.join(floatpath.MODES)}"
+        )
+    if requested != floatpath.mode():
+        raise SystemExit(
+            f"runtime.float_path={requested} but this process runs {floatpath.mode()} (fixed "
+            f"when numpy and torch loaded): start it with {floatpath.MODE_VARIABLE}={requested}"
+        )
+
+
+def _restart_for_float_path(requested: str) -> None:
+    """Command line: rerun this very command in a process whose float path is ``requested``
+    (numpy's and torch's kernels are chosen when they load, so only a new process can switch)."""
+    if requested not in floatpath.MODES or requested == floatpath.mode():
+        return
+    if floatpath.mode() == floatpath.NATIVE and requested == floatpath.PINNED:
+        supported, reason = floatpath.cpu_supports_pin()
+        if not supported:  # the pin cannot hold here: run natively, and the record says why
+            return
+    env = floatpath.native_environment() if requested == floatpath.NATIVE else dict(os.environ)
+    env[floatpath.MODE_VARIABLE] = requested
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
 
 
 def reproduce_only(claims: ModuleType) -> dict[str, str]:
@@ -159,6 +197,23 @@ def check_claims(
     return execute(slug, cfg_dict, out_dir, _command(slug, overrides))
 
 
+def committed_results_path(slug: str, heldout: bool = False) -> Path:
+    """``papers/<slug>/results/toy.json`` (claim seeds) or ``heldout.json``."""
+    return REPO_ROOT / "papers" / slug / RESULTS_DIR / (HELDOUT_FILE if heldout else TOY_FILE)
+
+
+def committed_differences(slug: str, record: dict[str, Any], heldout: bool = False) -> list[str]:
+    """What a claim run (``record``) computes differently from the committed results file, on
+    the run's seeds, beyond ``claims.METRIC_TOLERANCES`` (exact by default); one line each."""
+    _, claims = paper_modules(slug)
+    path = committed_results_path(slug, heldout)
+    if not path.is_file():
+        return [f"{path.relative_to(REPO_ROOT)} does not exist"]
+    committed = read_json(path)["metrics"]
+    tolerances = getattr(claims, "METRIC_TOLERANCES", {})
+    return claims_lib.metric_differences(record["metrics"], committed, record["seeds"], tolerances)
+
+
 def _command(slug: str, overrides: list[str]) -> str:
     quoted = [f"'{o}'" if any(c in o for c in "[]{}, ") else o for o in overrides]
     return " ".join([f"python -m papers.{slug}.train", *quoted])
@@ -168,6 +223,7 @@ def _guard_run_folder(out_dir: Path, resolved: dict[str, Any], resume: bool) -> 
     """Refuse to resume a folder made with a different config; wipe it when not resuming."""
     record_path = out_dir / CONFIG_RECORD_NAME
     comparable = {k: v for k, v in resolved.items() if k not in RESUME_NEUTRAL_KEYS}
+    comparable["float_path"] = resolved["runtime"]["float_path"]
     if not resume:
         for name in ("runs", "metrics.jsonl", RESULT_NAME):
             path = out_dir / name
@@ -199,6 +255,7 @@ def main(slug: str) -> None:
     sys.argv = [sys.argv[0], *argv[:first], f"paper={slug}", *argv[first:]]
 
     def task(cfg_dict: DictConfig) -> float | None:
+        _restart_for_float_path(cfg_dict.runtime.float_path)
         hydra_cfg = HydraConfig.get()
         overrides = [o for o in hydra_cfg.overrides.task if not o.startswith("paper=")]
         record = execute(

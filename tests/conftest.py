@@ -6,8 +6,13 @@ from __future__ import annotations
 import os
 
 import pytest
-import torch
-from threadpoolctl import threadpool_limits
+
+from shared import floatpath
+
+floatpath.apply()  # before torch and numpy load (shared's import does it too; explicit here)
+
+import torch  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
 
 # Any accidental hub access must fail loudly instead of downloading (CI has no network).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -1,4 +1,6 @@
-"""Each paper's toy headline claim, over its CI seeds, within its CPU-time budget.
+"""Each paper's toy headline claim, over its CI seeds, within its CPU-time budget, computing
+the per-seed metrics of the committed ``results/toy.json`` (exactly, under the float-path pin,
+or within the tolerance its ``claims.METRIC_TOLERANCES`` states).
 
 The budget is CPU seconds of this process and its children (``claims.CPU_BUDGET_S``), not
 wall seconds: a claim must not fail because the machine is shared. ``tests/conftest.py``
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.entry import check_claims, paper_modules, reproduce_only
+from shared.entry import check_claims, committed_differences, paper_modules, reproduce_only
 from shared.tables import markdown_table
 from tests.helpers import cpu_and_wall_clock
 
@@ -43,6 +45,12 @@ def test_toy_claim(slug, tmp_path, record_property):
     measured = [c["name"] for c in record["claims"] if c["role"] == "claim"]
     assert [name for name in measured if name not in optional] == gated
     assert all(c["passed"] for c in record["claims"]), f"{slug} claim failed:\n{table}"
+    differences = committed_differences(slug, record)
+    assert not differences, (
+        f"{slug}: HEAD no longer computes the committed papers/{slug}/results/toy.json "
+        f"(regenerate it: python scripts/reproduce.py --paper {slug} --write):\n"
+        + "\n".join(differences[:20])
+    )
     assert clock.cpu_s <= claims.CPU_BUDGET_S, (
         f"{slug} claim took {clock.cpu_s:.0f} CPU s (wall {clock.wall_s:.0f} s) "
         f"> budget {claims.CPU_BUDGET_S:.0f} CPU s"

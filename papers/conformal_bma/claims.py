@@ -81,11 +81,15 @@ CLAIMS = [
         "small n: CBMA coverage exact within 0.0065",
         MeanWithin("coverage_error", (f"{S}/cbma", f"{S}/cb_het_linear"), 0.0065),
     ),
-    # Frozen weights p(M_k | Z_1:n) break the symmetry of the score; at small n it shows.
+    # Frozen weights p(M_k | Z_1:n) break the symmetry of the score; at small n it shows, but
+    # by little: 0.0112 on seed 0, 0.0065 (the bar itself) on held-out seed 1000, with a
+    # standard error of 0.0021 at 20,000 replications (80,000 would cost ~4 CPU minutes more
+    # than CI has). Reported, not gated (issue 29): its verdict flips on held-out seeds.
     Claim(
-        "small n: frozen-weight CBMA coverage exact",
+        "small n: frozen-weight CBMA coverage exact (diagnostic: the control's held-out "
+        "error sits on the bar)",
         MeanWithin("coverage_error", (f"{S}/cbma_frozen",), 0.0065),
-        role="negative_control",
+        role="diagnostic",
     ),
     # CB of one misspecified model in CBMA's place must not pass the efficiency claims.
     Claim(

@@ -11,7 +11,10 @@ from shared.claims import Claim, MarginAtLeast, MeanAtLeast, MeanAtMost, RatioAt
 
 SCALE = "toy"
 SEEDS = [0, 1]
-CI_SEEDS = SEEDS
+# CI gates seed 0 (~57 CPU s; both seeds took 114, too close to the 120 CPU-s target on a
+# quiet machine) and compares its per-seed metrics with results/toy.json bit for bit;
+# `scripts/reproduce.py` runs both seeds and the held-out pair.
+CI_SEEDS = [0]
 # Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
 HELDOUT_SEEDS = [1000, 1001]
 METHODS = ["full", "sliding_window", "infllm", "em_llm", "em_llm_sm", "fixed_segmentation"]

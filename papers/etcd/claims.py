@@ -30,8 +30,12 @@ LABELS = {
 }
 
 CLAIMS = [
+    # Reported, not gated (issue 29): 9/10 on seeds 0-9 but 5/10 on the held-out seeds
+    # 1000-1009, so the rate sits near the bar; the graphs ETCD does return are gated below.
     Claim(
-        "Case 4: returns a graph in >= 6/10 seeds", MeanAtLeast("returned", (f"{CASE4}/etcd",), 0.6)
+        "Case 4: returns a graph in >= 6/10 seeds (diagnostic: 5/10 on held-out seeds)",
+        MeanAtLeast("returned", (f"{CASE4}/etcd",), 0.6),
+        role="diagnostic",
     ),
     Claim(
         "Case 4: mean F1 of returned graphs >= 0.85",

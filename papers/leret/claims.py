@@ -33,9 +33,12 @@ CLAIMS = [
         "1a: LeReT it2 recall >= few-shot + 0.10 (mean over seeds)",
         MarginAtLeast("recall", "leret", "few_shot", 0.10),
     ),
+    # Reported, not gated (issue 29): seed 1 wins by 0.003 recall, too thin a margin to gate
+    # across float paths; 1a gates the mean margin over seeds.
     Claim(
-        "1b: LeReT it2 recall > few-shot on every seed",
+        "1b: LeReT it2 recall > few-shot on every seed (diagnostic: seed 1 holds by 0.003)",
         PairedWins("recall", "leret", "few_shot", len(SEEDS), lower_is_better=False),
+        role="diagnostic",
     ),
     Claim(
         "2: LeReT it2 recall >= base + 0.30 (mean over seeds)",

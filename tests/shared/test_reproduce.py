@@ -1,14 +1,20 @@
-"""scripts/reproduce.py: the held-out seed set and the results files it writes."""
+"""scripts/reproduce.py: the held-out seed set, the results files it writes (from committed
+code only, recording the commit and the float path), and ``--check`` against them."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 
 import pytest
 
+import shared.entry
 from shared.config import REPO_ROOT
 from shared.entry import paper_modules
+
+METRICS = {"adamcb": {"final_train_ce": {"mean": 1.0, "std": 0.0, "n_defined": 1,
+                                         "per_seed": {"0": 0.25}}}}  # fmt: skip
 
 
 @pytest.fixture
@@ -19,6 +25,8 @@ def reproduce(monkeypatch, tmp_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     monkeypatch.setattr(module, "REPO_ROOT", tmp_path)  # write results under tmp_path
+    monkeypatch.setattr(shared.entry, "REPO_ROOT", tmp_path)  # --check reads them there
+    monkeypatch.setattr(module, "committed_code", lambda: "f" * 40)  # this tree may be dirty
     calls = []
 
     def fake_check_claims(slug, out_dir, seeds=None, overrides=()):
@@ -29,8 +37,9 @@ def reproduce(monkeypatch, tmp_path):
             "scale": "toy",
             "seeds": seeds,
             "claims": [claim],
-            "metrics": {},
-            "git_commit": "abc",
+            "metrics": METRICS,
+            "git_commit": "abc-dirty",
+            "float_path": {"mode": "pinned", "holds": True},
             "versions": {},
             "wall_time_s": 0.1,
         }
@@ -48,6 +57,8 @@ def test_heldout_runs_the_heldout_seeds_and_writes_heldout_json(reproduce, tmp_p
     written = json.loads((results / "heldout.json").read_text())
     assert written["seed_set"] == "heldout" and written["seeds"] == list(claims.HELDOUT_SEEDS)
     assert written["command"].endswith("--heldout")
+    assert written["git_commit"] == "f" * 40  # the clean HEAD, not the run's own view
+    assert written["float_path"] == {"mode": "pinned", "holds": True}
     assert not (results / "toy.json").exists() and not (results / "toy.png").exists()
 
 
@@ -61,3 +72,41 @@ def test_write_saves_the_main_figure_beside_toy_json(reproduce, tmp_path):
 def test_heldout_refuses_explicit_seeds(reproduce):
     with pytest.raises(SystemExit, match="HELDOUT_SEEDS"):
         reproduce.main(["--paper", "adamcb", "--heldout", "--seeds", "1"])
+
+
+def test_check_names_each_metric_that_differs_from_the_committed_file(reproduce, tmp_path, capsys):
+    assert reproduce.main(["--paper", "adamcb", "--seeds", "0", "--write", "--no-progress"]) == 0
+    assert reproduce.main(["--paper", "adamcb", "--seeds", "0", "--check", "--no-progress"]) == 0
+    assert "every per-seed metric reproduces" in capsys.readouterr().out
+    path = tmp_path / "papers" / "adamcb" / "results" / "toy.json"
+    stale = json.loads(path.read_text())
+    stale["metrics"]["adamcb"]["final_train_ce"]["per_seed"]["0"] = 0.2500001
+    path.write_text(json.dumps(stale))
+    assert reproduce.main(["--paper", "adamcb", "--seeds", "0", "--check", "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    assert (
+        "adamcb/final_train_ce seed 0: HEAD computes 0.25, the committed file says 0.2500001" in out
+    )
+
+
+def test_write_refuses_a_tree_whose_code_differs_from_head(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location(
+        "reproduce", REPO_ROOT / "scripts" / "reproduce.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    repo = tmp_path / "repo"
+    (repo / "papers" / "x" / "results").mkdir(parents=True)
+    (repo / "papers" / "x" / "method.py").write_text("a = 1\n")
+    (repo / "papers" / "x" / "results" / "toy.json").write_text("{}\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    monkeypatch.setattr(module, "REPO_ROOT", repo)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    (repo / "papers" / "x" / "results" / "toy.json").write_text('{"new": 1}\n')
+    assert module.committed_code() == head.strip()  # results files are what --write changes
+    (repo / "papers" / "x" / "method.py").write_text("a = 2\n")
+    with pytest.raises(SystemExit, match=r"tracked files differ from HEAD \(papers/x/method.py\)"):
+        module.committed_code()
