@@ -118,7 +118,11 @@ def state() -> dict[str, Any]:
     import torch
     from threadpoolctl import threadpool_info
 
-    features = np._core._multiarray_umath.__cpu_features__
+    umath = np._core._multiarray_umath
+    # The SIMD targets numpy dispatches to on this CPU under this environment: the CPU's own
+    # features (``__cpu_features__``) stay listed whatever NPY_ENABLE_CPU_FEATURES says, so
+    # what the pin changes is which dispatch targets are enabled.
+    dispatched = [t for t in umath.__cpu_dispatch__ if umath.__cpu_features__.get(t)]
     blas = [
         {k: info.get(k) for k in ("internal_api", "version", "architecture", "num_threads")}
         for info in threadpool_info()
@@ -127,7 +131,8 @@ def state() -> dict[str, Any]:
     record = {
         "mode": mode(),
         "aten_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "numpy_avx512": bool(features.get("X86_V4") or features.get("AVX512F")),
+        "numpy_dispatch": dispatched,
+        "numpy_avx512": any(t == "X86_V4" or t.startswith("AVX512") for t in dispatched),
         "torch_threads": torch.get_num_threads(),
         "blas": blas,
         "env": {k: os.environ.get(k) for k in PIN},
