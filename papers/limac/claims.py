@@ -10,7 +10,11 @@ from shared.claims import Claim, MarginAtLeast, MeanAtLeast, MeanAtMost
 
 SCALE = "toy"
 SEEDS = [0, 1, 2]
-CI_SEEDS = SEEDS
+# Three seeds cost ~119 CPU s under CI's two-worker load (scaled_dot_product_attention with a
+# per-example mask and dropout takes torch's unfused path, ~30 % of a profile), at the 120 CPU s
+# headroom target, so CI gates seeds 0, 1 (every claim holds on their mean in
+# results/toy.json) and `scripts/reproduce.py` runs all three.
+CI_SEEDS = [0, 1]
 # Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
 HELDOUT_SEEDS = [1000, 1001, 1002]
 METHODS = ["act", "act_index", "flat", "random_click"]

@@ -11,7 +11,11 @@ from shared.claims import Claim, MarginAtLeast, MeanAtLeast, MeanAtMost, RatioAt
 
 SCALE = "toy"
 SEEDS = [0, 1, 2]
-CI_SEEDS = SEEDS  # nine trainings of ~13 CPU-s each fit the 180 CPU-s budget
+# Nine trainings (~13 CPU s each, compute-bound: conv2d forward and backward are ~80 % of a
+# profile) cost ~127 CPU s under CI's two-worker load, above the 120 CPU s headroom target, so
+# CI gates seeds 0, 1 (every claim holds on their mean in results/toy.json) and
+# `scripts/reproduce.py` runs all three.
+CI_SEEDS = [0, 1]
 # Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
 HELDOUT_SEEDS = [1000 + i for i in range(len(SEEDS))]
 METHODS = ["lucidppn", "rgb", "no_align"]

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import random
 import string
+from functools import lru_cache
+from itertools import accumulate
 from pathlib import Path
 
 import torch
@@ -18,6 +20,7 @@ import torch
 from papers.matryoshka_kv.config import CorpusConfig
 
 ALPHABET = " " + string.ascii_lowercase + "."  # id = index: space 0, a-z 1..26, '.' 27
+CHAR_ID = {ch: i for i, ch in enumerate(ALPHABET)}
 
 
 def make_lexicon(cfg: CorpusConfig) -> list[str]:
@@ -32,21 +35,28 @@ def make_lexicon(cfg: CorpusConfig) -> list[str]:
     ]
 
 
+@lru_cache(maxsize=4)
+def zipf_cumulative_weights(n_words: int) -> tuple[float, ...]:
+    """Running sums of the Zipf weights 1 / (rank + 1), as ``random.choices`` would compute
+    them on every call; computed once, the draws are the same (``cum_weights=``)."""
+    return tuple(accumulate(1.0 / (rank + 1) for rank in range(n_words)))
+
+
 def make_sequence(lexicon: list[str], cfg: CorpusConfig, rng: random.Random) -> list[int]:
     """One sequence of exactly ``seq_len`` character ids (brief Sec. 5)."""
-    weights = [1.0 / (rank + 1) for rank in range(len(lexicon))]  # Zipf
+    cum_weights = zipf_cumulative_weights(len(lexicon))  # Zipf over the lexicon's ranks
     words: list[str] = []
     text = ""
     while len(text) < cfg.seq_len:
         if len(words) >= cfg.copy_after and rng.random() < cfg.copy_prob:
             word = rng.choice(words)  # long-range copy of an earlier word
         else:
-            word = rng.choices(lexicon, weights)[0]
+            word = rng.choices(lexicon, cum_weights=cum_weights)[0]
         words.append(word)
         if rng.random() < cfg.period_prob:
             word += "."
         text += (" " if text else "") + word
-    return [ALPHABET.index(ch) for ch in text[: cfg.seq_len]]
+    return [CHAR_ID[ch] for ch in text[: cfg.seq_len]]
 
 
 def make_batch(
