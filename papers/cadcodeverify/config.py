@@ -60,13 +60,18 @@ class ChatConfig:
 
 @dataclass
 class SandboxConfig:
-    """Limits of the child process that runs model-written CadQuery (brief Sec. 3.4)."""
+    """The sandbox that runs model-written CadQuery (brief Sec. 3.4; README "Security").
+    Field names match ``sandbox.SandboxLimits``: ``SandboxLimits(**asdict(cfg))``."""
 
-    timeout_s: float = 60.0
-    cpu_s: int = 60
-    memory_mb: int = 4096
-    file_mb: int = 256
-    use_bwrap: bool = True  # bubblewrap where it works; else the resource-limited fallback
+    timeout_s: float = 60.0  # wall clock; the whole sandbox is killed
+    cpu_s: int = 60  # RLIMIT_CPU
+    memory_mb: int = 4096  # RLIMIT_AS, per process
+    file_mb: int = 256  # RLIMIT_FSIZE
+    use_bwrap: bool = True  # false: run unconfined (only with unsafe_allow_unconfined=true)
+    max_processes: int = 64  # RLIMIT_NPROC: processes plus threads, as an unprivileged uid
+    # UNSAFE: where bubblewrap cannot confine the program, run it anyway with resource limits
+    # only (network and host files reachable); warns on every run. Default: refuse to run.
+    unsafe_allow_unconfined: bool = False
 
 
 @dataclass

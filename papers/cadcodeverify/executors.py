@@ -8,9 +8,16 @@
 from __future__ import annotations
 
 import io
+from collections import Counter
 
 from papers.cadcodeverify.method import Execution
-from papers.cadcodeverify.sandbox import SandboxLimits, run_sandboxed
+from papers.cadcodeverify.sandbox import (
+    SANDBOX_MODES,
+    SandboxLimits,
+    check_output_name,
+    choose_mode,
+    run_sandboxed,
+)
 from papers.cadcodeverify.toycad import ToyCadError, UnknownOpError, compile_program
 
 
@@ -26,14 +33,23 @@ class ToyExecutor:
 
 class SandboxedCadQueryExecutor:
     """Paper scale: the script must export an STL named ``output_name`` (the prompts say so);
-    a script that fails, is stopped, or leaves an empty mesh is a compile failure."""
+    a script that fails, is stopped, or leaves an empty mesh is a compile failure.
+
+    Construction fails at once (:class:`~papers.cadcodeverify.sandbox.SandboxUnavailableError`)
+    where no sandbox can be set up, before any model is asked for code. ``runs_by_mode``
+    counts the programs each sandbox mode ran, so a run's results can say which one it was.
+    """
 
     def __init__(self, limits: SandboxLimits, output_name: str = "output.stl"):
+        check_output_name(output_name)
+        choose_mode(limits)  # refuse now rather than after the first model call
         self.limits = limits
         self.output_name = output_name
+        self.runs_by_mode: Counter[str] = Counter(dict.fromkeys(SANDBOX_MODES, 0))
 
     def execute(self, code: str) -> Execution:
         result = run_sandboxed(code, self.output_name, self.limits)
+        self.runs_by_mode[result.mode] += 1
         if not result.ok:
             return Execution(False, error=result.error, stopped=result.stopped)
         import trimesh

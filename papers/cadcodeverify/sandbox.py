@@ -1,64 +1,109 @@
 """Run model-written Python (CadQuery scripts) only in a sandboxed child process.
 
-Every program a model writes runs in a child process with
+Threat model: the program is hostile. A language model wrote it, and whatever it prints to
+stderr goes back to the model endpoint in the repair prompt, so anything it can read it can
+also send away. The sandbox is bubblewrap (``bwrap``, Debian package ``bubblewrap``); this
+module only assembles its command line and never builds namespaces by hand.
 
-* a wall-clock timeout (the process group is killed) and a CPU-time limit (``RLIMIT_CPU``);
-* an address-space limit (``RLIMIT_AS``): a huge allocation fails with ``MemoryError``;
-* a file-size limit (``RLIMIT_FSIZE``) and no core dumps;
-* a fresh temporary working directory, deleted afterwards;
-* an environment that inherits no variable (``python -I`` and an empty environment);
-* no network.
+Inside bubblewrap the program
 
-Where bubblewrap (``bwrap``, Debian package ``bubblewrap``) works, the child also runs in new
-namespaces (``--unshare-all``: no network, own PID/IPC/UTS) with a read-only view of the
-filesystem, a private ``/tmp`` and only the working directory writable. Elsewhere the fallback
-is the resource-limited subprocess above, whose "no network" is a guard installed in the
-child's ``socket`` module before the script runs. Residual risks of that fallback: a script
-can reach the network through the ``_socket`` C module or ``ctypes``, and can read (and, with
-the user's permissions, write) files outside its working directory. Use a machine with
-bubblewrap (or a container without network) for untrusted models.
+* sees a view built from nothing: read-only the interpreter's prefix directories (stdlib and
+  site-packages), the dynamic loader's libraries (``/usr/lib``, ``/lib*``,
+  ``/etc/ld.so.cache``), a fresh ``/proc``, a minimal ``/dev``, an empty ``/tmp`` and its own
+  working folder (``/sandbox``, the only writable place). Not the home folder, not the
+  repository, not the rest of ``/etc``;
+* runs in new network, PID, IPC, UTS (and where possible cgroup) namespaces: no network at
+  all, not even the host's loopback, and no host process to signal;
+* runs as an unprivileged user: started as root, bubblewrap keeps only CAP_SETUID/CAP_SETGID
+  and the trusted runner drops to ``nobody`` (65534) before the program starts; otherwise a
+  new user namespace maps the caller's own uid;
+* has a task limit (``RLIMIT_NPROC``, processes and threads) that holds because its uid is
+  not root, plus the CPU, address-space, file-size and core-dump limits, a wall-clock timeout,
+  ``no_new_privs`` (bubblewrap) and an environment that inherits no variable.
+
+Where bubblewrap is missing or cannot create namespaces, :func:`run_sandboxed` refuses to run
+(:class:`SandboxUnavailableError`) unless the config opts in with
+``unsafe_allow_unconfined=true``. That mode warns on every run and is recorded in every
+result (``mode="unconfined"``); it keeps the resource limits, the empty environment and a new
+session, and as root drops to ``nobody`` when the interpreter is readable by that user, but it
+has the network and the host's file system.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-# The trusted prelude: blocks sockets at the Python level (defence in depth; the only network
-# barrier without bubblewrap), then runs the model's script as __main__.
-RUNNER = """\
-import runpy
-import socket
+logger = logging.getLogger(__name__)
 
-
-def _no_network(*args, **kwargs):
-    raise OSError("network access is disabled in the sandbox")
-
-
-for _name in ("connect", "connect_ex", "bind", "sendto"):
-    setattr(socket.socket, _name, _no_network)
-socket.create_connection = _no_network
-socket.getaddrinfo = _no_network
-runpy.run_path("code.py", run_name="__main__")
-"""
+SANDBOX_MODES = ("bwrap", "unconfined")
+SANDBOX_DIR = "/sandbox"  # where the working folder appears inside bubblewrap
+NOBODY = 65534  # uid and gid of nobody/nogroup: who root's sandboxed program runs as
 RUNNER_NAME, CODE_NAME = "_sandbox_runner.py", "code.py"
 MAX_ERROR_CHARS = 4000  # the tail of a traceback is what a repair prompt needs
+REPOSITORY = Path(__file__).resolve().parents[2]
+FIX = (
+    "install bubblewrap (apt install bubblewrap), or run in a container without network and "
+    "set cadprompt.sandbox.unsafe_allow_unconfined=true"
+)
+# Thread pools size themselves to the CPU count; every thread counts against RLIMIT_NPROC.
+THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+# The trusted prelude. Started as root inside bubblewrap (argv: uid gid) it becomes the
+# unprivileged user first, so that nothing the model wrote ever runs with a capability.
+RUNNER = """\
+import os
+import runpy
+import sys
+
+if len(sys.argv) == 3:
+    uid, gid = int(sys.argv[1]), int(sys.argv[2])
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid):
+        raise SystemExit("sandbox: could not drop privileges")
+sys.argv = ["code.py"]
+runpy.run_path("code.py", run_name="__main__")
+"""
+
+
+class SandboxUnavailableError(RuntimeError):
+    """No real sandbox can be set up here and the config did not opt into running unconfined."""
 
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    timeout_s: float = 60.0  # wall clock (brief Sec. 3.4)
+    """What the sandbox allows one program (field names match ``SandboxConfig``)."""
+
+    timeout_s: float = 60.0  # wall clock (brief Sec. 3.4); the whole sandbox is killed
     cpu_s: int = 60  # RLIMIT_CPU
-    memory_mb: int = 4096  # RLIMIT_AS
-    file_mb: int = 256  # RLIMIT_FSIZE
-    use_bwrap: bool = True  # use bubblewrap when it works on this machine
+    memory_mb: int = 4096  # RLIMIT_AS, per process
+    file_mb: int = 256  # RLIMIT_FSIZE: also bounds the output and the captured stderr
+    use_bwrap: bool = True  # false: skip bubblewrap and run unconfined (needs the unsafe key)
+    max_processes: int = 64  # RLIMIT_NPROC: processes plus threads the program may run
+    unsafe_allow_unconfined: bool = False  # run without bubblewrap where it does not work
+
+    def __post_init__(self) -> None:
+        for name in ("timeout_s", "cpu_s", "memory_mb", "file_mb", "max_processes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise ValueError(f"sandbox.{name} must be a positive number, got {value!r}")
+        if not self.use_bwrap and not self.unsafe_allow_unconfined:
+            raise ValueError(
+                "sandbox.use_bwrap=false runs model-written code unconfined; set "
+                "sandbox.unsafe_allow_unconfined=true as well to accept that, or use bubblewrap"
+            )
 
 
 @dataclass(frozen=True)
@@ -66,87 +111,195 @@ class SandboxResult:
     ok: bool  # exit status 0 and the expected output file exists
     output: bytes | None  # the output file's bytes
     error: str  # stderr tail or the reason (for the repair prompt)
-    stopped: str  # "" | timeout | memory | other: what the sandbox stopped
+    stopped: str  # "" | timeout | memory | processes | other: what the sandbox stopped
+    mode: str  # "bwrap" | "unconfined": which sandbox ran the program
 
 
-def _bwrap_works() -> bool:
-    if shutil.which("bwrap") is None:
-        return False
+# ---------------------------------------------------------------------------- choosing a mode
+def find_bwrap() -> str | None:
+    """The bubblewrap executable on PATH (tests replace this to simulate its absence)."""
+    return shutil.which("bwrap")
+
+
+def bwrap_problem() -> str | None:
+    """Why bubblewrap cannot confine a program here, or None when it can."""
+    bwrap = find_bwrap()
+    if bwrap is None:
+        return "bubblewrap (bwrap) is not installed"
+    return _probe_bwrap(bwrap, os.geteuid())
+
+
+@functools.cache
+def _probe_bwrap(bwrap: str, euid: int) -> str | None:
+    """Run a trivial program through the full sandbox once per executable: a machine can have
+    bwrap installed and still forbid namespaces (a container's seccomp profile, sysctls)."""
     try:
-        probe = subprocess.run(
-            ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-all", "true"],
-            capture_output=True,
-            timeout=10,
-            env={},
+        probe = _execute(
+            "open('probe', 'w').write('ok')\n", "probe", SandboxLimits(timeout_s=30), "bwrap", bwrap
         )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return probe.returncode == 0
+    except SandboxUnavailableError as err:
+        return str(err)
+    if probe.ok:
+        return None
+    first_line = (probe.error.strip().splitlines() or ["no output"])[-1]
+    return f"bubblewrap ({bwrap}) cannot set up the sandbox here: {first_line}"
 
 
-_BWRAP_OK: bool | None = None
+def choose_mode(limits: SandboxLimits) -> str:
+    """``"bwrap"`` where bubblewrap works; ``"unconfined"`` only when the config opts in;
+    otherwise raise :class:`SandboxUnavailableError` with one line naming the fix."""
+    if limits.use_bwrap:
+        problem = bwrap_problem()
+        if problem is None:
+            return "bwrap"
+    else:
+        problem = "sandbox.use_bwrap is false"
+    if limits.unsafe_allow_unconfined:
+        return "unconfined"
+    raise SandboxUnavailableError(f"Refusing to run model-written code: {problem}; {FIX}.")
 
 
-def bwrap_available() -> bool:
-    """Whether bubblewrap exists and can create namespaces here (checked once)."""
-    global _BWRAP_OK
-    if _BWRAP_OK is None:
-        _BWRAP_OK = _bwrap_works()
-    return _BWRAP_OK
+# ---------------------------------------------------------------------------- the bwrap view
+def _read_only(paths: list[str]) -> list[str]:
+    """Read-only binds of ``paths`` at the same place, each preceded by ``--dir`` for its
+    missing parents: bubblewrap would create those with mode 0700, which nobody cannot
+    cross."""
+    args: list[str] = []
+    made = {"/"}
+    for path in paths:
+        for parent in reversed(Path(path).parents):
+            if str(parent) not in made:
+                args += ["--dir", str(parent)]
+                made.add(str(parent))
+        args += ["--ro-bind", path, path]
+        made.add(path)
+    return args
 
 
-def _limit_resources(limits: SandboxLimits):
-    def apply() -> None:  # runs in the child between fork and exec
+def _loader_view() -> list[str]:
+    """The dynamic loader's libraries and cache; on merged-/usr systems /lib and /lib64 are
+    symlinks into /usr and are recreated as such."""
+    binds = [p for p in ("/usr/lib", "/usr/lib64") if Path(p).is_dir() and not Path(p).is_symlink()]
+    links: list[str] = []
+    for path in ("/lib", "/lib64"):
+        if Path(path).is_symlink():
+            links += ["--symlink", os.readlink(path), path]
+        elif Path(path).is_dir():
+            binds.append(path)
+    if Path("/etc/ld.so.cache").is_file():
+        binds.append("/etc/ld.so.cache")
+    return _read_only(binds) + links
+
+
+def _interpreter_dirs() -> list[str]:
+    """The interpreter's prefix directories (stdlib, site-packages, the executable), nested
+    ones dropped. ``python -I`` builds sys.path from these alone: no user site, no
+    PYTHONPATH, and the repository (even when installed editable) is not among them."""
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    roots.add(str(Path(sys.executable).resolve().parent.parent))
+    unique = sorted({str(Path(root).resolve()) for root in roots} | roots)
+    return [r for r in unique if not any(Path(r).is_relative_to(o) and r != o for o in unique)]
+
+
+def _masks(bound: list[str]) -> list[str]:
+    """Empty tmpfs over the repository and the home folder where a bound prefix contains them
+    (a system Python's prefix /usr holding a checkout under /usr/src, say)."""
+    args: list[str] = []
+    for secret in {str(REPOSITORY), str(Path.home())}:
+        if any(Path(secret).is_relative_to(root) for root in bound):
+            args += ["--tmpfs", secret]
+    return args
+
+
+def bwrap_command(bwrap: str, workdir: Path) -> list[str]:
+    """The bubblewrap command line running the runner in ``workdir`` (seen as /sandbox)."""
+    as_root = os.geteuid() == 0
+    interpreter = _interpreter_dirs()
+    if "/" in interpreter:  # binding it would show the program the whole host
+        raise SandboxUnavailableError("the interpreter's prefix is '/'")
+    if as_root:
+        # No user namespace: its uid would map back to root, for whom RLIMIT_NPROC is void.
+        # Every capability but the two the runner needs to become nobody is dropped.
+        identity = ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        runner_args = [str(NOBODY), str(NOBODY)]
+    else:
+        identity, runner_args = ["--unshare-user"], []
+    env = [arg for name, value in _child_env(SANDBOX_DIR).items()
+           for arg in ("--setenv", name, value)]  # fmt: skip
+    return [
+        bwrap,
+        "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+        "--unshare-cgroup-try",
+        *identity,
+        "--die-with-parent",  # the sandbox dies with the process that started it
+        "--new-session",  # no terminal to inject keystrokes into
+        "--clearenv", *env,
+        "--proc", "/proc",
+        "--dev", "/dev",
+        "--tmpfs", "/tmp",
+        *_loader_view(),
+        *_read_only(interpreter),
+        *_masks(interpreter),
+        "--bind", str(workdir), SANDBOX_DIR,
+        "--chdir", SANDBOX_DIR,
+        sys.executable, "-I", RUNNER_NAME, *runner_args,
+    ]  # fmt: skip
+
+
+def _child_env(home: str) -> dict[str, str]:
+    return {"HOME": home, "TMPDIR": home, **THREAD_ENV}
+
+
+# ---------------------------------------------------------------------------- identity, limits
+def _readable_by_nobody(path: Path) -> bool:
+    """Whether every directory above ``path`` lets others through (a pyenv under /root,
+    mode 700, does not: its interpreter cannot run as nobody outside bubblewrap)."""
+    for directory in [path, *path.parents]:
+        try:
+            if not directory.stat().st_mode & stat.S_IXOTH:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def _unconfined_user() -> int | None:
+    """The uid the unconfined mode switches to: nobody when root and the interpreter allows
+    it; None (stay as is) otherwise."""
+    if os.geteuid() != 0:
+        return None
+    if all(_readable_by_nobody(Path(d)) for d in (*_interpreter_dirs(), sys.executable)):
+        return NOBODY
+    return None
+
+
+def _tasks_of(uid: int) -> int:
+    """Processes and threads whose real uid is ``uid`` (what RLIMIT_NPROC counts)."""
+    count = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines())
+        except (OSError, ValueError):
+            continue  # the process ended while we read
+        if int(fields["Uid"].split()[0]) == uid:
+            count += int(fields["Threads"])
+    return count
+
+
+def _limit_resources(limits: SandboxLimits, nproc: int | None):
+    def apply() -> None:  # runs in the child between fork and exec (after any uid switch)
         mb = 1024 * 1024
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 1))
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb * mb, limits.memory_mb * mb))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_mb * mb, limits.file_mb * mb))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if nproc is not None:
+            resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
 
     return apply
 
 
-def _python_binds() -> list[str]:
-    """Read-only binds of the interpreter and its import paths that live under /tmp: the
-    sandbox mounts a fresh /tmp, which would hide a virtual environment created there (as a
-    fresh-clone CI run does)."""
-    roots = {
-        sys.prefix,
-        sys.base_prefix,
-        sys.exec_prefix,
-        str(Path(sys.executable).resolve().parent),
-    }
-    roots |= {entry for entry in sys.path if entry and Path(entry).is_dir()}
-    binds: list[str] = []
-    for root in sorted(roots):
-        if Path(root).resolve().is_relative_to("/tmp"):
-            binds += ["--ro-bind", root, root]
-    return binds
-
-
-def sandbox_command(workdir: Path, use_bwrap: bool) -> list[str]:
-    python = [sys.executable, "-I", RUNNER_NAME]  # -I: no PYTHON* variables, no user site
-    if not use_bwrap:
-        return python
-    wd = str(workdir)
-    return [
-        "bwrap",
-        "--ro-bind", "/", "/",
-        "--dev", "/dev",
-        "--proc", "/proc",
-        "--tmpfs", "/tmp",
-        *_python_binds(),
-        "--bind", wd, wd,
-        "--chdir", wd,
-        "--unshare-all",
-        "--die-with-parent",
-        "--new-session",
-        "--clearenv",
-        "--setenv", "HOME", wd,
-        *python,
-    ]  # fmt: skip
-
-
+# ---------------------------------------------------------------------------- running
 def _stopped(returncode: int, stderr: str) -> str:
     if returncode > 128:  # bubblewrap reports a child killed by signal s as 128 + s
         returncode = 128 - returncode
@@ -154,46 +307,129 @@ def _stopped(returncode: int, stderr: str) -> str:
         return "timeout"  # the CPU-time limit fired
     if "MemoryError" in stderr or "std::bad_alloc" in stderr:
         return "memory"
+    if ("BlockingIOError" in stderr and "fork" in stderr) or any(
+        text in stderr for text in ("can't start new thread", "pthread_create")
+    ):
+        return "processes"
     if returncode < 0:
-        return "other"  # killed by another signal (e.g. SIGXFSZ: the file-size limit)
+        return "other"  # killed by another signal
     return ""
 
 
-def run_sandboxed(code: str, output_name: str, limits: SandboxLimits) -> SandboxResult:
-    """Run ``code`` as ``code.py`` in a fresh directory under the sandbox; return the bytes of
-    ``output_name`` it wrote there. Never raises for anything the script does."""
+def _read_output(path: Path) -> bytes | None:
+    """The output file's bytes if it is a regular file; never follows a symlink the program
+    planted (it could point at a host file the parent may read) and never blocks on a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        return f.read() if stat.S_ISREG(os.fstat(fd).st_mode) else None
+
+
+def _tail(stream) -> str:
+    stream.seek(0, os.SEEK_END)
+    stream.seek(max(0, stream.tell() - 4 * MAX_ERROR_CHARS))
+    return stream.read().decode(errors="replace")[-MAX_ERROR_CHARS:]
+
+
+def _execute(code: str, output_name: str, limits: SandboxLimits, mode: str, bwrap: str = ""):
     workdir = Path(tempfile.mkdtemp(prefix="cadcodeverify-"))
     try:
         (workdir / CODE_NAME).write_text(code)
         (workdir / RUNNER_NAME).write_text(RUNNER)
-        use_bwrap = limits.use_bwrap and bwrap_available()
-        proc = subprocess.Popen(
-            sandbox_command(workdir, use_bwrap),
-            cwd=workdir,
-            env={},  # inherit no variable
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            preexec_fn=_limit_resources(limits),
-            start_new_session=True,  # its own process group, killed as a whole on timeout
-        )
-        try:
-            _, err = proc.communicate(timeout=limits.timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
+        user = None
+        if mode == "bwrap":
+            command = bwrap_command(bwrap, workdir)
+            if os.geteuid() == 0:  # nobody writes here; root (without CAP_DAC_*) via group 0
+                os.chown(workdir, NOBODY, 0)
+                os.chmod(workdir, 0o770)
+            task_owner = NOBODY if os.geteuid() == 0 else os.getuid()
+        else:
+            command = [sys.executable, "-I", RUNNER_NAME]
+            user = _unconfined_user()
+            if user is not None:
+                os.chown(workdir, user, user)
+            task_owner = user if user is not None else os.getuid()
+        # RLIMIT_NPROC counts every task of the uid system-wide: allow max_processes more.
+        nproc = None if task_owner == 0 else _tasks_of(task_owner) + limits.max_processes
+        # stderr goes to a file, not a pipe: RLIMIT_FSIZE bounds it, the parent's memory not.
+        with tempfile.TemporaryFile() as err_file:
+            proc = subprocess.Popen(
+                command,
+                cwd=workdir,
+                env=_child_env(str(workdir)),  # inherit no variable
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err_file,
+                user=user,
+                group=user,
+                extra_groups=[] if user is not None else None,
+                preexec_fn=_limit_resources(limits, nproc),
+                start_new_session=True,  # its own process group, killed as a whole
+            )
+            try:
+                proc.wait(timeout=limits.timeout_s)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            _kill_group(proc)
+            stderr = _tail(err_file)
+        if timed_out:
             message = f"TimeoutError: the script ran longer than {limits.timeout_s:g} s"
-            return SandboxResult(False, None, message, "timeout")
-        stderr = err.decode(errors="replace")[-MAX_ERROR_CHARS:]
+            return SandboxResult(False, None, message, "timeout", mode)
         stopped = _stopped(proc.returncode, stderr)
         if proc.returncode != 0:
             reason = stderr.strip() or f"the script exited with status {proc.returncode}"
             if stopped == "timeout" and not stderr.strip():
                 reason = f"TimeoutError: the script used more than {limits.cpu_s} CPU seconds"
-            return SandboxResult(False, None, reason, stopped)
-        output = workdir / output_name
-        if not output.is_file():
-            return SandboxResult(False, None, f"the script ran but wrote no {output_name!r}", "")
-        return SandboxResult(True, output.read_bytes(), "", "")
+            if stopped == "processes":
+                reason += (
+                    f"\nthe sandbox allows about {limits.max_processes} processes and threads "
+                    "(sandbox.max_processes)"
+                )
+            return SandboxResult(False, None, reason, stopped, mode)
+        output = _read_output(workdir / output_name)
+        if output is None:
+            return SandboxResult(
+                False, None, f"the script ran but wrote no {output_name!r}", "", mode
+            )
+        return SandboxResult(True, output, "", "", mode)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL whatever is left of the program's process group (children it left behind in
+    the unconfined mode; bubblewrap's PID namespace ends with its first process anyway)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+def check_output_name(output_name: str) -> None:
+    if not output_name or Path(output_name).name != output_name or output_name in (".", ".."):
+        raise ValueError(f"output_name must be a plain file name, got {output_name!r}")
+
+
+def run_sandboxed(code: str, output_name: str, limits: SandboxLimits) -> SandboxResult:
+    """Run ``code`` as ``code.py`` in a fresh folder under the sandbox; return the bytes of
+    ``output_name`` it wrote there. Never raises for anything the script does; raises
+    :class:`SandboxUnavailableError` when no sandbox can be set up and the config did not opt
+    into running unconfined."""
+    check_output_name(output_name)
+    mode = choose_mode(limits)
+    if mode == "unconfined":
+        as_user = _unconfined_user()
+        who = f"uid {as_user}" if as_user is not None else f"uid {os.geteuid()}"
+        if os.geteuid() == 0 and as_user is None:
+            who = "ROOT: the interpreter is not readable by nobody"
+        logger.warning(
+            "UNSAFE: running model-written code WITHOUT a sandbox (as %s, with the network and "
+            "the host's files), because sandbox.unsafe_allow_unconfined=true; %s",
+            who,
+            FIX.split(", or")[0],
+        )
+    return _execute(code, output_name, limits, mode, find_bwrap() or "")

@@ -19,6 +19,7 @@ Metrics per method: the final round's ``median_d`` (IQR), ``success`` (D < 0.01)
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
 
@@ -59,7 +60,7 @@ from papers.cadcodeverify.metrics import (
     summarise_scores,
 )
 from papers.cadcodeverify.render import MeshRenderer, ToyRenderer, views_image
-from papers.cadcodeverify.sandbox import SandboxLimits
+from papers.cadcodeverify.sandbox import SandboxLimits, SandboxUnavailableError, choose_mode
 from papers.cadcodeverify.toycad import compile_program
 from shared.entry import main
 from shared.experiment import RunOutput, check_names, run_grid
@@ -73,7 +74,7 @@ HAS_TRAINABLE_PARAMETERS = False  # prompting and verification: nothing is train
 METHODS = ("generated", "cadcodeverify", "premise3d", "random_answer", "geometric_solver")
 BENCHMARKS = ("toy", "cadprompt")
 ITEMS_NAME, SHOWCASE_NAME, FIGURE_NAME = "items.jsonl", "showcase.json", "refinement.png"
-STOP_KINDS = ("timeout", "memory", "other")
+STOP_KINDS = ("timeout", "memory", "processes", "other")
 # Our own few-shot examples for question generation (the paper's are not public).
 QUESTION_EXAMPLES = (
     (
@@ -272,11 +273,7 @@ def run_cadprompt_method(method: str, seed: int, run_dir: Path, cfg: Config) -> 
     verifier_chat = chat_from(c.verifier) if c.separate_verifier else None
     gen = {"temperature": c.generator.temperature, "max_tokens": c.generator.max_tokens,
            "seed": seed}  # fmt: skip
-    executor = SandboxedCadQueryExecutor(
-        SandboxLimits(c.sandbox.timeout_s, c.sandbox.cpu_s, c.sandbox.memory_mb,
-                      c.sandbox.file_mb, c.sandbox.use_bwrap),
-        c.output_name,
-    )  # fmt: skip
+    executor = SandboxedCadQueryExecutor(SandboxLimits(**asdict(c.sandbox)), c.output_name)
     renderer = MeshRenderer(c.views, c.elevation, c.image_size)
     rounds = 0 if method == "generated" else cfg.refine.rounds
     rng = np.random.default_rng(seed + cfg.toy.answer_offset)
@@ -314,6 +311,8 @@ def run_cadprompt_method(method: str, seed: int, run_dir: Path, cfg: Config) -> 
             f.write(json.dumps(item_record(item.item_id, history, scores)) + "\n")
     metrics = round_metrics(by_round, m.success_distance)
     metrics.update({f"stopped_{kind}": float(n) for kind, n in stops.items()})
+    # Which sandbox ran the programs: "unconfined" counts only under the unsafe opt-in.
+    metrics.update({f"sandbox_runs_{mode}": float(n) for mode, n in executor.runs_by_mode.items()})
     return RunOutput(metrics)
 
 
@@ -351,6 +350,10 @@ def preflight(cfg: Config) -> list[str]:
             problems.append(f"{name}.base_url is not set (an OpenAI-compatible endpoint)")
         elif chat.backend == "hf":
             problems += missing_paths({f"{name}.model_dir": chat.model_dir}, hint)
+    try:  # model-written code runs only where a sandbox holds (or under the unsafe opt-in)
+        choose_mode(SandboxLimits(**asdict(c.sandbox)))
+    except (SandboxUnavailableError, ValueError) as err:
+        problems.append(str(err))
     return problems
 
 

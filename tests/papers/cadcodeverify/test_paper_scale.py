@@ -10,7 +10,7 @@ import pytest
 
 trimesh = pytest.importorskip("trimesh")
 
-from papers.cadcodeverify import train  # noqa: E402
+from papers.cadcodeverify import sandbox, train  # noqa: E402
 from papers.cadcodeverify.data import load_cadprompt, load_mesh  # noqa: E402
 from papers.cadcodeverify.render import MeshRenderer, rasterise  # noqa: E402
 from shared.config import compose  # noqa: E402
@@ -52,6 +52,8 @@ def _reply(body) -> str:
 
 
 def test_paper_scale_run_end_to_end(tmp_path):
+    if (problem := sandbox.bwrap_problem()) is not None:  # without it the run refuses
+        pytest.skip(f"bubblewrap cannot confine programs here ({problem})")
     root = _fake_cadprompt(tmp_path / "clone")
     with StubChat(_reply) as stub:
         cfg = compose(
@@ -112,6 +114,14 @@ def test_preflight_names_the_data_and_the_endpoint():
     assert "cadprompt.cadprompt_dir is not set" in text
     assert "cadprompt.generator.base_url is not set" in text
     assert train.preflight(compose("cadcodeverify", "toy")) == []
+
+
+def test_preflight_names_a_missing_sandbox_before_any_model_is_asked(monkeypatch):
+    monkeypatch.setattr(sandbox, "find_bwrap", lambda: None)
+    text = "; ".join(train.preflight(compose("cadcodeverify", "paper")))
+    assert "Refusing to run model-written code: bubblewrap (bwrap) is not installed" in text
+    opted_in = ["cadprompt.sandbox.unsafe_allow_unconfined=true"]
+    assert "Refusing" not in "; ".join(train.preflight(compose("cadcodeverify", "paper", opted_in)))
 
 
 def test_rasteriser_draws_a_shaded_silhouette():
