@@ -223,12 +223,29 @@ def train_on_pairs(
 # ------------------------------------------------------------------ the SPA iterations
 
 
-def judge(method: str, task, policy, pi_init, pool, responses, seed: int, iteration: int):
+JUDGE_REFERENCES = ("init", "previous", "none")  # spa.judge_reference (paper Table 7)
+
+
+def judge_reference_model(kind: str, pi_init, before_policy):
+    """The judge's reference: SPA's pi_init; ``previous``, the model pi_{i-1} was trained from
+    (pi_{i-2}; pi_init at iteration 1: our reading of Table 7's "previous-iteration model",
+    README Deviations); ``none``, no reference (None)."""
+    if kind == "init":
+        return pi_init
+    if kind == "previous":
+        return before_policy
+    if kind == "none":
+        return None
+    raise ValueError(f"spa.judge_reference must be one of {JUDGE_REFERENCES}, got {kind!r}")
+
+
+def judge(method: str, task, policy, reference, pool, responses, seed: int, iteration: int):
     """Label each prompt's K responses: (chosen, rejected, keep) per prompt.
 
-    SPA: direct preference judgment with r_i = beta [log pi_{i-1} - log pi_init] (paper Eq.
-    7-8); oracle: the true reward (tied pairs dropped); coin flip: a fair coin.
-    Identical pairs are dropped for every judge (brief Sec. 3.5).
+    SPA: direct preference judgment with r_i = beta [log pi_{i-1} - log reference] (paper Eq.
+    7-8), the reference being pi_init (SPA), the model before pi_{i-1}, or None (no reference:
+    r_i = beta log pi_{i-1}; paper Table 7); oracle: the true reward (tied pairs dropped);
+    coin flip: a fair coin. Identical pairs are dropped for every judge (brief Sec. 3.5).
     """
     s = task.cfg.spa
     k = s.samples_per_prompt
@@ -238,13 +255,11 @@ def judge(method: str, task, policy, pi_init, pool, responses, seed: int, iterat
         flat = [r for rs in responses for r in rs]
         args = (prompts, flat, task.pad_id, task.allowed_tokens, task.micro_batch)
         log_policy = batched_log_probs(policy, *args).reshape(-1, k)
-        if s.judge_reference == "init":
-            log_init = batched_log_probs(pi_init, *args).reshape(-1, k)
-        elif s.judge_reference == "none":
-            log_init = torch.zeros_like(log_policy)
+        if reference is None:
+            log_reference = torch.zeros_like(log_policy)
         else:
-            raise ValueError(f"spa.judge_reference must be init or none, got {s.judge_reference}")
-        chosen, rejected = judge_pairs(log_policy, log_init, s.beta)
+            log_reference = batched_log_probs(reference, *args).reshape(-1, k)
+        chosen, rejected = judge_pairs(log_policy, log_reference, s.beta)
     elif method == "oracle":
         reward = task.true_rewards(pool, responses)
         chosen, rejected = reward.argmax(-1), reward.argmin(-1)
@@ -273,12 +288,14 @@ def run_iterations(method, task, pi_init, pi_0, eval_0, run_dir, rt: Runtime, se
     cfg = rt.cfg
     s = cfg.spa
     policy = copy.deepcopy(pi_0)
+    before_policy = pi_init  # the model pi_{i-1} was trained from (pi_0's is pi_init)
     metrics = {f"{k}_it0": v for k, v in eval_0.items()}
     for iteration, decouple_lambda in enumerate(s.lambdas, start=1):
         pool = task.iteration_pool(iteration)
         responses = task.sample(policy, pool, s.samples_per_prompt, s.temperature, iteration)
+        judge_reference = judge_reference_model(s.judge_reference, pi_init, before_policy)
         chosen, rejected, keep = judge(
-            method, task, policy, pi_init, pool, responses, seed, iteration
+            method, task, policy, judge_reference, pool, responses, seed, iteration
         )
         pairs = pairs_from_labels(pool, responses, chosen, rejected, keep)
         metrics[f"pairs_it{iteration}"] = float(len(pairs))
@@ -290,9 +307,10 @@ def run_iterations(method, task, pi_init, pi_0, eval_0, run_dir, rt: Runtime, se
             )
             metrics[f"judge_acc_it{iteration}"] = accuracy
             metrics[f"ties_it{iteration}"] = float(ties)
+        training_reference = frozen(policy)  # pi_{i-1}
         policy = train_on_pairs(
             policy,
-            frozen(policy),
+            training_reference,
             pairs,
             task,
             optim=s.optim,
@@ -304,6 +322,7 @@ def run_iterations(method, task, pi_init, pi_0, eval_0, run_dir, rt: Runtime, se
             tags={"method": method, "seed": seed, "stage": f"iter{iteration}"},
             order_seed=(seed, STREAM_ORDER, iteration),
         )
+        before_policy = training_reference
         evaluation = task.evaluate(policy, f"{method}-s{seed}-it{iteration}", run_dir)
         metrics.update({f"{k}_it{iteration}": v for k, v in evaluation.items()})
     last = len(s.lambdas)
@@ -323,6 +342,7 @@ def make_task(cfg: Config, seed: int):
 
 def check_config(cfg: Config) -> None:
     check_names("methods", cfg.methods, METHODS if cfg.model.path is None else PAPER_METHODS)
+    check_names("spa.judge_reference", [cfg.spa.judge_reference], JUDGE_REFERENCES)
     iterations = (
         cfg.spa.prompts_per_iteration if cfg.model.path is None else cfg.data.iteration_sizes
     )

@@ -168,3 +168,34 @@ def test_tie_aware_label_accuracy_by_hand():
     accuracy, ties = label_accuracy(chosen, rejected)
     assert ties == 2  # exact tie and a tie up to rounding
     assert accuracy == pytest.approx(2 / 3)
+
+
+def test_judge_reference_previous_is_pi_init_then_the_model_before_the_policy(
+    tmp_path, monkeypatch
+):
+    """``spa.judge_reference=previous`` (paper Table 7): iteration 1 judges pi_0 against
+    pi_init, iteration 2 judges pi_1 against pi_0 (the model pi_1 was trained from)."""
+    from papers.spa import train
+    from shared.config import compose_dict
+    from shared.entry import execute
+
+    seen = []  # (iteration, the judged policy's and the reference's first parameter)
+
+    def spying_judge(method, task, policy, reference, pool, responses, seed, iteration):
+        first = next(reference.parameters()).detach().clone()
+        seen.append((iteration, next(policy.parameters()).detach().clone(), first))
+        return judge(method, task, policy, reference, pool, responses, seed, iteration)
+
+    judge = train.judge
+    monkeypatch.setattr(train, "judge", spying_judge)
+    overrides = ["methods=[dpo_seed,spa]", "spa.judge_reference=previous", "runtime.progress=false"]
+    execute("spa", compose_dict("spa", "smoke", overrides), tmp_path / "run")
+    (it1, pi_0, reference_1), (it2, pi_1, reference_2) = seen
+    assert (it1, it2) == (1, 2)
+    assert not torch.equal(reference_1, pi_0)  # pi_init, not the judged policy
+    assert torch.equal(reference_2, pi_0)  # the previous iteration's model
+    assert not torch.equal(pi_1, pi_0)
+    assert train.judge_reference_model("none", "init", "before") is None
+    assert train.judge_reference_model("init", "init", "before") == "init"
+    with pytest.raises(ValueError, match="spa.judge_reference must be one of"):
+        train.judge_reference_model("last", "init", "before")
