@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import graphlib
 import importlib
 
 import pytest
@@ -116,6 +117,35 @@ def test_no_paper_imports_another(slug):
             parts = module.split(".")
             if parts[0] == "papers" and len(parts) > 1:
                 assert parts[1] not in others, f"{path} imports papers.{parts[1]}"
+
+
+def _own_imports(slug: str, path) -> set[str]:
+    """The modules of ``papers.<slug>`` that ``path`` imports, at the top or inside a function
+    (``from papers.x import method`` names the module ``papers.x.method``)."""
+    package, own = f"papers.{slug}", set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == package:
+                own.update(f"{package}.{alias.name}" for alias in node.names)
+            elif node.module.startswith(package + "."):
+                own.add(node.module)
+    return own
+
+
+def test_no_import_circle_inside_a_paper(slug):
+    """Each paper reads one way (data -> model/env -> method -> train): no module imports,
+    directly or through others, a module that imports it."""
+    root = PAPERS_DIR / slug
+    graph = {
+        ".".join(("papers", slug, *path.relative_to(root).with_suffix("").parts)): _own_imports(
+            slug, path
+        )
+        for path in root.rglob("*.py")
+    }
+    try:
+        tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as err:
+        pytest.fail(f"import circle in papers/{slug}: {' -> '.join(err.args[1])}")
 
 
 def test_shared_imports_no_paper():

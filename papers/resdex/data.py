@@ -18,7 +18,31 @@ import torch
 import yaml
 from sklearn.cluster import KMeans
 
-from papers.resdex.env import STYLES, ObjectPool
+STYLES = ("pinch", "power", "wide", "hook")  # the toy's grasp styles (brief Sec. 5.3)
+
+
+@dataclass
+class ObjectPool:
+    """Objects an env samples from: grasp style, size and 64-D "point-cloud" feature."""
+
+    style: torch.Tensor  # (M,) long
+    size: torch.Tensor  # (M,)
+    feature: torch.Tensor  # (M, F)
+
+    def __post_init__(self) -> None:
+        m = len(self.style)
+        if m == 0 or len(self.size) != m or len(self.feature) != m:
+            raise ValueError(
+                f"ObjectPool needs matching non-empty style/size/feature, got "
+                f"{len(self.style)}/{len(self.size)}/{len(self.feature)}"
+            )
+
+    def __len__(self) -> int:
+        return len(self.style)
+
+    def subset(self, index) -> ObjectPool:
+        index = torch.as_tensor(index, dtype=torch.long).reshape(-1)
+        return ObjectPool(self.style[index], self.size[index], self.feature[index])
 
 
 @dataclass

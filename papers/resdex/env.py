@@ -35,7 +35,8 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-STYLES = ("pinch", "power", "wide", "hook")
+from papers.resdex.data import ObjectPool, make_objects
+
 # Brief Sec. 5.3: synergy targets and palm offsets of the four grasp styles (size 1.0).
 Q_STYLE = torch.tensor(
     [[0.9, 0.9, 0.1, 0.1], [0.7, 0.7, 0.7, 0.7], [0.3, 0.5, 0.5, 0.5], [0.8, 0.4, 0.4, 0.8]]
@@ -66,30 +67,6 @@ class DynamicsParams:
     reward_height_cap: float = 0.2
     reward_lift_bonus: float = 5.0
     height_target: float = 0.2  # the base observation's "0.2 - o_z" (goal-minus-object)
-
-
-@dataclass
-class ObjectPool:
-    """Objects an env samples from: grasp style, size and 64-D "point-cloud" feature."""
-
-    style: torch.Tensor  # (M,) long
-    size: torch.Tensor  # (M,)
-    feature: torch.Tensor  # (M, F)
-
-    def __post_init__(self) -> None:
-        m = len(self.style)
-        if m == 0 or len(self.size) != m or len(self.feature) != m:
-            raise ValueError(
-                f"ObjectPool needs matching non-empty style/size/feature, got "
-                f"{len(self.style)}/{len(self.size)}/{len(self.feature)}"
-            )
-
-    def __len__(self) -> int:
-        return len(self.style)
-
-    def subset(self, index) -> ObjectPool:
-        index = torch.as_tensor(index, dtype=torch.long).reshape(-1)
-        return ObjectPool(self.style[index], self.size[index], self.feature[index])
 
 
 def grasp_targets(style: torch.Tensor, size: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -352,8 +329,6 @@ class KinematicDexGraspEnv(gymnasium.Env):
 
 def _make_vector(num_envs: int = 1, pool: ObjectPool | None = None, **kwargs) -> KinematicDexGrasp:
     if pool is None:
-        from papers.resdex.data import make_objects
-
         pool = make_objects(seed=0).train
     return KinematicDexGrasp(pool, num_envs, **kwargs)
 

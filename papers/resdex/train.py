@@ -24,8 +24,14 @@ import torch
 
 from papers.resdex.claims import LABELS, PLOT
 from papers.resdex.config import Config, PPOConfig
-from papers.resdex.data import make_objects, representative_objects, required_paths
-from papers.resdex.env import STYLES, DynamicsParams, KinematicDexGrasp, ObjectPool
+from papers.resdex.data import (
+    STYLES,
+    ObjectPool,
+    make_objects,
+    representative_objects,
+    required_paths,
+)
+from papers.resdex.env import DynamicsParams, KinematicDexGrasp
 from papers.resdex.model import ActorCritic, HyperPolicy
 from papers.resdex.ppo import train_ppo
 from shared import preflight as preflight_lib

@@ -18,6 +18,7 @@ from torch import nn
 
 from papers.t2v_turbo_v2 import method as M
 from papers.t2v_turbo_v2.model import ConditionProjection
+from papers.t2v_turbo_v2.student import train_student
 from shared import checkpoint
 from shared.preflight import missing_packages, missing_paths
 
@@ -178,7 +179,7 @@ def save_records(records: dict[str, torch.Tensor], path: str | Path) -> None:
 def preflight(cfg) -> list[str]:
     problems = missing_paths(
         {"paper_scale.teacher_dir": cfg.paper_scale.teacher_dir, "data.root": cfg.data.root},
-        hint="see papers/t2v_turbo_v2/README.md (paper scale)",
+        hint=" (a local path; see papers/t2v_turbo_v2/README.md, paper scale)",
     )
     if (
         cfg.data.root
@@ -197,8 +198,6 @@ def run_paper(cfg, out_dir: Path, image_reward=None, video_reward=None, decode=N
     RM variants need reward callables (HPSv2.1 + CLIP on VAE-decoded frames, InternVideo2);
     evaluation is external (VBench, T2V-CompBench).
     """
-    from papers.t2v_turbo_v2.train import train_student
-
     teacher = load_teacher(cfg.paper_scale.teacher_dir, cfg)
     records = load_records(cfg.data.root)
     schedule = M.NoiseSchedule.from_config(cfg.schedule)

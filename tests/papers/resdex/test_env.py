@@ -8,14 +8,8 @@ import pytest
 import torch
 from gymnasium.utils.env_checker import check_env
 
-from papers.resdex.data import make_objects, representative_objects
-from papers.resdex.env import (
-    ENV_ID,
-    KinematicDexGrasp,
-    KinematicDexGraspEnv,
-    ObjectPool,
-    grasp_targets,
-)
+from papers.resdex.data import ObjectPool, make_objects, representative_objects
+from papers.resdex.env import ENV_ID, KinematicDexGrasp, KinematicDexGraspEnv, grasp_targets
 
 
 @pytest.fixture(scope="module")
