@@ -20,7 +20,7 @@ HELDOUT_SEEDS = [1000 + i for i in range(len(SEEDS))]
 METHODS = ["cond", "prefill", "none"]
 PRIMARY = ("cond", "f1")
 PLOT = "samples.png"  # the run's main figure, saved as results/toy.png
-TABLE_METRICS = ["f1", "nll", "seq_len", "step_ms", "sample_ms"]
+TABLE_METRICS = ["f1", "nll", "seq_len", "cache_len", "step_ms", "sample_ms"]
 CPU_BUDGET_S = 180.0
 # CI compares every other metric with results/toy.json bit for bit; times are the machine's.
 _WALL_CLOCK = Tolerance(reason="wall-clock milliseconds: no two runs repeat them", compare=False)
@@ -47,6 +47,15 @@ CLAIMS = [
     Claim(
         "2b: sequence length of prefill is 128 (exact)",
         MeanWithin("seq_len", ("prefill",), 0.0, every_seed=True, target=128.0),
+    ),
+    # 2a and 2b measured in sampling too: the positions the KV cache holds at the end.
+    Claim(
+        "2a': KV cache of cond holds 64 positions after sampling (exact)",
+        MeanWithin("cache_len", ("cond",), 0.0, every_seed=True, target=64.0),
+    ),
+    Claim(
+        "2b': KV cache of prefill holds 128 positions after sampling (exact)",
+        MeanWithin("cache_len", ("prefill",), 0.0, every_seed=True, target=128.0),
     ),
     Claim(
         "2c: training step prefill / cond >= 1.25 (interleaved medians)",

@@ -34,7 +34,6 @@ from papers.controlar.method import (
     generate,
     image_token_loss,
     joint_drop_mask,
-    sequence_length,
     teacher_forced_logits,
 )
 from papers.controlar.metrics import edge_f1
@@ -191,23 +190,63 @@ def train_one(method: str, seed: int, run_dir: Path, setup: ToySetup, cfg: Confi
         desc=f"{method} s{seed}",
     )
     model = accelerator.unwrap_model(model).eval()
-    images = setup.tokenizer.decode(sample_tokens(model, setup, cfg, seed).numpy())
+    input_length, cache_length, tokens = measured_lengths(model, setup, cfg, seed)
+    images = setup.tokenizer.decode(tokens.numpy())
     f1 = edge_f1(
         edge_map(images, cfg.data.edge_threshold),
         setup.data.test_controls,
         cfg.sampling.edge_tolerance,
     )
     np.save(run_dir / "samples.npy", images[: cfg.sampling.n_show])
-    n_tokens = setup.test_tokens.shape[1]
     metrics = {
         "f1": float(f1.mean()),
         "nll": history[-1]["test_nll"],
-        "seq_len": float(sequence_length(method, 1, n_tokens)),
+        "seq_len": float(input_length),  # measured: the first block's input in training
+        "cache_len": float(cache_length),  # measured: positions cached after sampling
     }
     return RunOutput(
         metrics=metrics,
         curves={"test_nll": [h["test_nll"] for h in history], "step": [h["step"] for h in history]},
     )
+
+
+# ------------------------------------------------------------------ measured sequence lengths
+
+
+class BlockInputLengths:
+    """The sequence length the first transformer block receives, one entry per forward (a
+    forward pre-hook): a teacher-forced forward shows the transformer's input length in
+    training; a KV-cached sampling run feeds each position once, so its entries sum to the
+    positions held in the cache at the end (claims 2a, 2b measure both)."""
+
+    def __init__(self, model: ToyControlAR):
+        self.lengths: list[int] = []
+        self._handle = model.gpt.h[0].register_forward_pre_hook(self._record)
+
+    def _record(self, module, args) -> None:
+        self.lengths.append(args[0].shape[1])  # hidden states (B, T, D)
+
+    def take(self) -> list[int]:
+        """The lengths seen since the last call."""
+        lengths, self.lengths = self.lengths, []
+        return lengths
+
+    def close(self) -> None:
+        self._handle.remove()
+
+
+def measured_lengths(model: ToyControlAR, setup: ToySetup, cfg: Config, seed: int):
+    """(the transformer's input length in a teacher-forced forward, as in every training step;
+    the positions in the KV cache after sampling the test controls; the sampled tokens)."""
+    probe = BlockInputLengths(model)
+    try:
+        test_nll(model, setup)
+        (input_length,) = probe.take()
+        tokens = sample_tokens(model, setup, cfg, seed)
+        cache_length = sum(probe.take())
+    finally:
+        probe.close()
+    return input_length, cache_length, tokens
 
 
 # ------------------------------------------------------------------ interleaved step timing

@@ -287,3 +287,25 @@ def test_image_token_loss_is_mean_cross_entropy():
     logits, tokens = torch.randn(2, 5, 4), torch.randint(0, 4, (2, 5))
     expected = -torch.log_softmax(logits, -1).gather(-1, tokens[..., None]).mean()
     assert torch.allclose(image_token_loss(logits, tokens), expected)
+
+
+@pytest.mark.parametrize("variant", ["cond", "prefill", "none"])
+def test_measured_lengths_are_the_input_and_the_kv_cache_positions(variant):
+    """What claims 2a/2b (and their primed sampling forms) read: the first block's input in a
+    teacher-forced forward, and the positions the KV cache holds after sampling."""
+    from papers.controlar.train import BlockInputLengths
+
+    tokens, maps = inputs()
+    model = tiny(variant)
+    control = None if variant == "none" else model.control_tokens(maps)
+    probe = BlockInputLengths(model)
+    teacher_forced_logits(model, tokens, control)
+    assert probe.take() == [sequence_length(variant, 1, N)]
+    caches = []
+    new_cache = model.new_cache
+    model.new_cache = lambda: caches.append(new_cache()) or caches[-1]
+    generate(model, control, N, SamplingSettings(), torch.Generator().manual_seed(0), batch=2)
+    probe.close()
+    assert sum(probe.take()) == caches[0].get_seq_length() == sequence_length(variant, 1, N)
+    teacher_forced_logits(model, tokens, control)
+    assert probe.take() == []  # closed: the hook is gone
