@@ -83,14 +83,14 @@ class ConvNextFeatures(nn.Module):
 # ---------------------------------------------------------------------------- branches
 class PrototypeHead(nn.Module):
     """f^cl: 1x1 conv C -> K*M with bias, then a sigmoid (brief 3.1 step 3); Xavier-uniform
-    init with the sigmoid gain, zero bias."""
+    weights with the sigmoid gain; the bias keeps PyTorch's default init, as the official
+    MetiNet head does."""
 
     def __init__(self, in_channels: int, num_parts: int, num_classes: int) -> None:
         super().__init__()
         self.num_parts, self.num_classes = num_parts, num_classes
         self.conv = nn.Conv2d(in_channels, num_parts * num_classes, kernel_size=1)
         nn.init.xavier_uniform_(self.conv.weight, gain=nn.init.calculate_gain("sigmoid"))
-        nn.init.zeros_(self.conv.bias)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         b, _, h, w = features.shape
