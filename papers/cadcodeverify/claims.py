@@ -23,6 +23,7 @@ TABLE_METRICS = [
     "success",
     "mean_iogt",
     "compile_rate",
+    "first_try_compile_rate",
     "median_d_compiled",
     "success_r1",
     "success_gain",
@@ -63,9 +64,18 @@ CLAIMS = [
         "4: 3D-Premise-style gain < CADCodeVerify's gain",
         MarginAtLeast("success_gain", CCV, PREMISE, 1 / 600),
     ),
+    # Brief claim 5 cannot fail here: with N = 3 repairs that redraw only the failing field,
+    # every program compiles in the end (seeds 0-2: 91 of 600 Generated programs fail their
+    # first run, all are repaired), so it is reported, and what can fail is gated: refinement
+    # must not make programs fail their first run more often than generation does.
     Claim(
-        "5: compile rate after CADCodeVerify >= Generated's - 0.01",
+        "5: first-run compile rate after CADCodeVerify >= Generated's - 0.01",
+        MarginAtLeast("first_try_compile_rate", CCV, GEN, -0.01),
+    ),
+    Claim(
+        "5 (brief): compile rate after CADCodeVerify >= Generated's - 0.01 (cannot fail here)",
         MarginAtLeast("compile_rate", CCV, GEN, -0.01),
+        role="diagnostic",
     ),
     # Negative controls (must fail): a verifier that ignores the renders, and unlocalised
     # feedback, do not reach CADCodeVerify's success gain.

@@ -90,14 +90,26 @@ QUESTION_EXAMPLES = (
 
 
 # ============================================================================ scoring
-def round_metrics(scores_by_round: list[list[Score]], success_distance: float) -> dict:
-    """Per-round summaries (``*_r<k>``), the final round's unsuffixed, and the success gain."""
+def round_metrics(
+    scores_by_round: list[list[Score]], repairs_by_round: list[list[int]], success_distance: float
+) -> dict:
+    """Per-round summaries (``*_r<k>``), the final round's unsuffixed, and the success gain.
+
+    ``first_try_compile_rate``: the fraction of a round's programs that ran without a repair.
+    With N = 3 repairs the compile rate itself is ~1 for every method (a program fails only if
+    four draws with the same noise fail), so whether refinement breaks programs shows here."""
     metrics: dict[str, float] = {}
+    first_try = [
+        float(np.mean([s.compiled and r == 0 for s, r in zip(scores, repairs, strict=True)]))
+        for scores, repairs in zip(scores_by_round, repairs_by_round, strict=True)
+    ]
     for k, scores in enumerate(scores_by_round):
         for name, value in summarise_scores(scores, success_distance).items():
             metrics[f"{name}_r{k}"] = value
+        metrics[f"first_try_compile_rate_r{k}"] = first_try[k]
     final = summarise_scores(scores_by_round[-1], success_distance)
     metrics.update(final)
+    metrics["first_try_compile_rate"] = first_try[-1]
     metrics["success_gain"] = final["success"] - metrics["success_r0"]
     return metrics
 
@@ -173,6 +185,7 @@ def run_toy_method(method: str, seed: int, run_dir: Path, cfg: Config) -> RunOut
     scores = [score_toy(h, item, cfg) for h, item in zip(histories, items, strict=True)]
     n_rounds = len(histories[0])
     by_round = [[s[k] for s in scores] for k in range(n_rounds)]
+    repairs = [[h[k].repairs for h in histories] for k in range(n_rounds)]
     run_dir.mkdir(parents=True, exist_ok=True)
     with (run_dir / ITEMS_NAME).open("w") as f:
         for item, history, item_scores in zip(items, histories, scores, strict=True):
@@ -184,7 +197,7 @@ def run_toy_method(method: str, seed: int, run_dir: Path, cfg: Config) -> RunOut
             for it, h, sc in list(zip(items, histories, scores, strict=True))[: cfg.plot_items]
         ]  # fmt: skip
         write_json({"items": showcase}, run_dir / SHOWCASE_NAME)
-    return RunOutput(round_metrics(by_round, cfg.metric.success_distance))
+    return RunOutput(round_metrics(by_round, repairs, cfg.metric.success_distance))
 
 
 def item_record(item_id, history: list[Round], scores: list[Score]) -> dict:
@@ -279,6 +292,7 @@ def run_cadprompt_method(method: str, seed: int, run_dir: Path, cfg: Config) -> 
     rng = np.random.default_rng(seed + cfg.toy.answer_offset)
     run_dir.mkdir(parents=True, exist_ok=True)
     by_round: list[list[Score]] = [[] for _ in range(rounds + 1)]
+    repairs: list[list[int]] = [[] for _ in range(rounds + 1)]
     stops = dict.fromkeys(STOP_KINDS, 0)
     with (run_dir / ITEMS_NAME).open("w") as f:
         for index, item in enumerate(items):
@@ -303,13 +317,14 @@ def run_cadprompt_method(method: str, seed: int, run_dir: Path, cfg: Config) -> 
                 if r.execution.ok else failed_score(m.fail_distance, m.fail_iogt)
                 for r in history
             ]  # fmt: skip
-            for k, s in enumerate(scores):
+            for k, (s, r) in enumerate(zip(scores, history, strict=True)):
                 by_round[k].append(s)
+                repairs[k].append(r.repairs)
             for r in history:
                 if r.execution.stopped in stops:
                     stops[r.execution.stopped] += 1
             f.write(json.dumps(item_record(item.item_id, history, scores)) + "\n")
-    metrics = round_metrics(by_round, m.success_distance)
+    metrics = round_metrics(by_round, repairs, m.success_distance)
     metrics.update({f"stopped_{kind}": float(n) for kind, n in stops.items()})
     # Which sandbox ran the programs: "unconfined" counts only under the unsafe opt-in.
     metrics.update({f"sandbox_runs_{mode}": float(n) for mode, n in executor.runs_by_mode.items()})

@@ -232,3 +232,53 @@ def test_a_never_no_verifier_would_fail_claims_1_and_2():
     final = np.median([s[-1].distance for s in scores])
     generated = np.median([s[0].distance for s in scores])
     assert final == generated  # ratio 1 > 0.6, success gain 0 < 0.10
+
+
+def test_first_try_compile_rate_by_hand():
+    """Claim 5's statistic: compiled without a repair in that round; the final round's is
+    unsuffixed (a repaired or failed program does not count)."""
+    from papers.cadcodeverify.metrics import Score
+    from papers.cadcodeverify.train import round_metrics
+
+    ok, failed = Score(True, 0.0, 0.0, 1.0), Score(False, 1.7, 1.7, 0.0)
+    metrics = round_metrics(
+        [[ok, ok, failed, ok], [ok, ok, ok, ok]], [[0, 2, 3, 0], [0, 0, 1, 0]], 0.01
+    )
+    assert metrics["first_try_compile_rate_r0"] == 0.5
+    assert metrics["first_try_compile_rate"] == metrics["first_try_compile_rate_r1"] == 0.75
+    assert metrics["compile_rate_r0"] == 0.75 and metrics["compile_rate"] == 1.0
+
+
+def test_a_refiner_that_breaks_programs_fails_claim_5_though_repair_hides_it():
+    """Brief claim 5 (the final compile rate) cannot see a refiner that breaks every program it
+    touches, since three repairs mend it; the first-run rate that claim 5 gates can."""
+    from papers.cadcodeverify.claims import CLAIMS
+    from papers.cadcodeverify.train import round_metrics
+    from shared.claims import evaluate
+
+    class BreakingRefiner(ToyAgent):
+        def refine(self, prompt, code, feedback):
+            return super().refine(prompt, code, feedback).replace("base ", "extrude ")
+
+    cfg = compose("cadcodeverify", "smoke")
+    items = make_toy_items(60, 0)
+    results = {}
+    for method, rounds, agent_class in (
+        ("generated", 0, ToyAgent),
+        ("cadcodeverify", 2, BreakingRefiner),
+    ):
+        agent = agent_class(
+            ToyNoise(), ToyAnswerRules(), *(np.random.default_rng(s) for s in (1, 2, 3))
+        )
+        histories = [
+            refine_loop(agent, ToyExecutor(), ToyRenderer(40), i.prompt, rounds, 3) for i in items
+        ]
+        scores = [score_toy(h, i, cfg) for h, i in zip(histories, items, strict=True)]
+        by_round = [[s[k] for s in scores] for k in range(rounds + 1)]
+        repairs = [[h[k].repairs for h in histories] for k in range(rounds + 1)]
+        metrics = round_metrics(by_round, repairs, cfg.metric.success_distance)
+        results[method] = {name: [value] for name, value in metrics.items()}
+    verdicts = {v.name: v for v in evaluate([c for c in CLAIMS if c.name.startswith("5")], results)}
+    assert not verdicts["5: first-run compile rate after CADCodeVerify >= Generated's - 0.01"].holds
+    brief = next(v for name, v in verdicts.items() if name.startswith("5 (brief)"))
+    assert brief.holds  # repair hides the breakage from the final compile rate
