@@ -121,9 +121,12 @@ class _MeanBound:
     methods: tuple[str, ...]
     bound: float
     every_seed: bool = False  # bound every seed's value instead of each method's mean
+    # Methods a derived metric is computed from (a margin against a baseline): the claim can
+    # be evaluated only where they ran too.
+    reads: tuple[str, ...] = ()
 
     def methods_needed(self) -> set[str]:
-        return set(self.methods)
+        return set(self.methods) | set(self.reads)
 
     @property
     def threshold(self) -> float:

@@ -11,13 +11,23 @@ from shared.claims import Claim, MarginAtLeast, MeanAtLeast, MeanWithin, RatioAt
 
 SCALE = "toy"
 SEEDS = [0, 1, 2]
-# One seed trains three variants (~120 CPU s with the interleaved timing); all three seeds
-# would take CI past its 180 CPU-second budget, so CI gates seed 0 and
-# `scripts/reproduce.py` runs all three (results/toy.json).
+# One seed trains three variants at the core's peak matmul rate (the brief fixes 300 steps,
+# batch 32, 30 interleaved timing rounds), so CI gates seed 0 and `scripts/reproduce.py` runs
+# seeds 0, 1, 2 (results/toy.json). Even one seed of all three variants measured 161-174 CPU s
+# in CI on an AVX-512 Zen 4 machine (two busy cores; 118 on a quiet Zen 3), too close to the
+# 180 CPU s ceiling, so CI trains ControlAR and prefill only (the no-control floor is ~17 % of
+# the training; CI's subset measured 131 CPU s under the same load) and reproduce.py gates
+# claim 1c and the negative control, which need it, on all three variants, claim and held-out
+# seeds (both verdicts in the README).
 CI_SEEDS = [0]
+CI_METHODS = ["cond", "prefill"]
 # Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
 HELDOUT_SEEDS = [1000 + i for i in range(len(SEEDS))]
 METHODS = ["cond", "prefill", "none"]
+REPRODUCE_ONLY = {
+    "1c: F1(cond) >= F1(none) + 0.30": "needs the no-control variant, which CI leaves to "
+    "scripts/reproduce.py (CI_METHODS: one seed of all three costs 161-174 CPU s in CI)",
+}
 PRIMARY = ("cond", "f1")
 PLOT = "samples.png"  # the run's main figure, saved as results/toy.png
 TABLE_METRICS = ["f1", "nll", "seq_len", "cache_len", "step_ms", "sample_ms"]
@@ -37,7 +47,7 @@ CLAIMS = [
     Claim("1a: F1(cond) >= F1(prefill) + 0.15", MarginAtLeast("f1", "cond", "prefill", 0.15)),
     Claim(
         "1b: F1(cond) > F1(prefill) on every seed",
-        MeanAtLeast("f1_margin_vs_prefill", ("cond",), 0.0, every_seed=True),
+        MeanAtLeast("f1_margin_vs_prefill", ("cond",), 0.0, every_seed=True, reads=("prefill",)),
     ),
     Claim("1c: F1(cond) >= F1(none) + 0.30", MarginAtLeast("f1", "cond", "none", 0.30)),
     Claim(
@@ -63,7 +73,7 @@ CLAIMS = [
     ),
     Claim(
         "3a: NLL(cond) <= NLL(prefill) - 0.2 on every seed",
-        MeanAtLeast("nll_margin_vs_prefill", ("cond",), 0.2, every_seed=True),
+        MeanAtLeast("nll_margin_vs_prefill", ("cond",), 0.2, every_seed=True, reads=("prefill",)),
     ),
     # The same margin with the no-control model in ControlAR's place must not hold.
     Claim(
@@ -76,7 +86,7 @@ CLAIMS = [
     # the margin is 0.27-0.31 per seed: reported, not gated (see the README).
     Claim(
         "3b: NLL(cond) <= NLL(none) - 0.3 on every seed (brief claim; diagnostic here)",
-        MeanAtLeast("nll_margin_vs_none", ("cond",), 0.3, every_seed=True),
+        MeanAtLeast("nll_margin_vs_none", ("cond",), 0.3, every_seed=True, reads=("none",)),
         role="diagnostic",
     ),
     Claim(

@@ -62,6 +62,13 @@ def test_claim_on_missing_method_names_it():
         RatioAtMost("loss", "nope", "base", 1.0).measure(RESULTS)
 
 
+def test_a_margin_claim_needs_the_baseline_it_reads():
+    """A bound on a derived margin (ours vs base) is evaluated only where the base ran too."""
+    margin = MeanAtLeast("loss_margin_vs_base", ("ours",), 0.0, every_seed=True, reads=("base",))
+    assert margin.methods_needed() == {"ours", "base"}
+    assert MeanAtLeast("loss", ("ours",), 0.0).methods_needed() == {"ours"}
+
+
 def test_summarise_keys_by_seed():
     summary = summarise(RESULTS, seeds=[3, 4, 5])
     assert summary["ours"]["loss"]["mean"] == pytest.approx(2.0)
