@@ -202,13 +202,6 @@ def committed_results_path(slug: str, heldout: bool = False) -> Path:
     return REPO_ROOT / "papers" / slug / RESULTS_DIR / (HELDOUT_FILE if heldout else TOY_FILE)
 
 
-def committed_under_pin(slug: str, heldout: bool = False) -> bool:
-    """Whether the committed results file was written on the pinned float path (files written
-    before the pin existed record no ``float_path`` and cannot be expected to match bits)."""
-    path = committed_results_path(slug, heldout)
-    return path.is_file() and read_json(path).get("float_path", {}).get("mode") == "pinned"
-
-
 def committed_differences(slug: str, record: dict[str, Any], heldout: bool = False) -> list[str]:
     """What a claim run (``record``) computes differently from the committed results file, on
     the run's seeds, beyond ``claims.METRIC_TOLERANCES`` (exact by default); one line each."""

@@ -9,14 +9,11 @@ prints every claim's CPU and wall seconds in one table at the end of the run.
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
 from shared.entry import (
     check_claims,
     committed_differences,
-    committed_under_pin,
     paper_modules,
     reproduce_only,
 )
@@ -53,15 +50,7 @@ def test_toy_claim(slug, tmp_path, record_property):
     measured = [c["name"] for c in record["claims"] if c["role"] == "claim"]
     assert [name for name in measured if name not in optional] == gated
     assert all(c["passed"] for c in record["claims"]), f"{slug} claim failed:\n{table}"
-    if not committed_under_pin(slug):
-        warnings.warn(  # listed in the pytest summary until the file is regenerated
-            f"{slug}: results/toy.json predates the float-path pin, so its numbers are not "
-            f"compared; regenerate it: python scripts/reproduce.py --paper {slug} --write",
-            stacklevel=1,
-        )
-        differences = []
-    else:
-        differences = committed_differences(slug, record)
+    differences = committed_differences(slug, record)
     assert not differences, (
         f"{slug}: HEAD no longer computes the committed papers/{slug}/results/toy.json "
         f"(regenerate it: python scripts/reproduce.py --paper {slug} --write):\n"

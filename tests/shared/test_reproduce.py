@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 
 import pytest
 
 import shared.entry
 from shared.config import REPO_ROOT
-from shared.entry import paper_modules
+from shared.entry import committed_results_path, paper_modules
+from tests.helpers import PAPERS
 
 METRICS = {"adamcb": {"final_train_ce": {"mean": 1.0, "std": 0.0, "n_defined": 1,
                                          "per_seed": {"0": 0.25}}}}  # fmt: skip
@@ -110,3 +112,14 @@ def test_write_refuses_a_tree_whose_code_differs_from_head(tmp_path, monkeypatch
     (repo / "papers" / "x" / "method.py").write_text("a = 2\n")
     with pytest.raises(SystemExit, match=r"tracked files differ from HEAD \(papers/x/method.py\)"):
         module.committed_code()
+
+
+@pytest.mark.parametrize("heldout", [False, True], ids=["toy", "heldout"])
+@pytest.mark.parametrize("slug", PAPERS)
+def test_every_committed_results_file_names_a_clean_commit_and_the_pin(slug, heldout):
+    """What ``reproduce.py --write`` guarantees, checked on the files in the tree: a full
+    commit hash (no ``-dirty``) and the pinned float path, as it took effect."""
+    record = json.loads(committed_results_path(slug, heldout).read_text())
+    assert re.fullmatch(r"[0-9a-f]{40}", record["git_commit"]), record["git_commit"]
+    assert record["float_path"]["mode"] == "pinned", record["float_path"]
+    assert record["float_path"]["holds"] is True, record["float_path"]
