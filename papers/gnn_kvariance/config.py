@@ -38,6 +38,9 @@ class FamilyConfig:
 class ModelConfig:
     arch: str = "gin"  # gin (toy, brief Sec. 5) | gcn (official, brief Sec. 3.4)
     hidden: int = 32  # width of every layer and of the head
+    # GCN only. "official": network/GCN.py (l. 26-38) builds max(L, 2) GCNConv layers, so
+    # layers_mp = 1 gives two | "exact": L layers. The WL rounds of lambda stay L either way.
+    gcn_layer_count: str = "official"
 
 
 @dataclass
@@ -63,6 +66,10 @@ class BoundConfig:
     margin_risk: bool = False  # add R_gamma (official: not added)
     class_weights: str = "uniform"  # unweighted class mean (official) | empirical
     draw_seed: int | None = None  # seed of the class-subset draws; None: the run's seed
+    # stream of the class-subset draws. "random_state": np.random.RandomState(draw_seed), the
+    # stream np.random.seed(41) then np.random.choice give in compute_bound.py (official; no
+    # global state is touched) | "generator": a numpy Generator from (draw_seed, crc32(task))
+    draw_rng: str = "random_state"
     block_size: int = 256  # rows per block of the Lipschitz estimate
 
 
@@ -71,6 +78,11 @@ class DataConfig:
     root: str | None = None  # paper scale: folder with <name>/raw/ of every data set
     test_fraction: float = 0.1  # official 90/10 split
     split_seed: int = 41  # train_test_split(random_state=41)
+    # TU sets only: TUDataset(use_node_attr=...) for the model's inputs. True (official,
+    # custom_loader.py l. 74): continuous node attributes then one-hot node labels | False:
+    # node labels only. lambda's initial colours always read the node labels only, as the
+    # official compute_bound.py (l. 153, use_node_attr=False) does.
+    use_node_attr: bool = True
 
 
 @dataclass

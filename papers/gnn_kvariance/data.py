@@ -9,8 +9,12 @@ Toy (generated in memory, one draw per seed):
   triangles / edges is above the median.
 
 Paper scale: ``TUDataset`` (ENZYMES, PROTEINS, MUTAG, PTC_MR, DD) and ``MoleculeNet`` (SIDER,
-BACE) from ``data.root``. PyG downloads whatever raw file is missing, so the loaders check
-first and fail naming the files and where they go; nothing is ever fetched.
+BACE) from ``data.root``. As in the official code, the model of a TU set reads
+``use_node_attr=True`` features (continuous node attributes, then one-hot node labels;
+``custom_loader.py`` l. 74) while lambda colours the node labels alone (``compute_bound.py``
+l. 153 loads the same set with ``use_node_attr=False``). PyG downloads whatever raw file is
+missing, so the loaders check first and fail naming the files and where they go; nothing is
+ever fetched.
 """
 
 from __future__ import annotations
@@ -39,6 +43,10 @@ class GraphTask:
     num_classes: int
     train_idx: np.ndarray
     test_idx: np.ndarray
+    # per graph (n_v, F'): the features lambda's initial colours read where they differ from
+    # x (TU sets with use_node_attr: the node labels only, as in the official bound);
+    # None: lambda reads x
+    colour_x: list[torch.Tensor] | None = None
 
 
 def check_feature_widths(graphs: list[Data], name: str = "data set") -> int:
@@ -180,24 +188,36 @@ def load_paper_task(
     label_column: int | None,
     test_fraction: float,
     split_seed: int,
+    use_node_attr: bool = True,
 ) -> GraphTask:
     """A TU or MoleculeNet data set from ``root`` with the official 90/10 split
-    (``train_test_split(random_state=41)``; the "val" split doubles as the test split)."""
+    (``train_test_split(random_state=41)``; the "val" split doubles as the test split).
+
+    ``use_node_attr`` (TU sets only): the model's ``x`` is ``TUDataset(use_node_attr=True)``'s
+    [continuous attributes, one-hot labels] (official, ``custom_loader.py`` l. 74), and
+    ``colour_x`` keeps the label columns for lambda (official ``compute_bound.py`` l. 153);
+    False: ``x`` is the labels alone, read by both. A set without node features gets the
+    constant x_v = [1] (official: ``torch.ones``, l. 76-81).
+    """
     missing = missing_raw_files(root, source, name)
     if missing:  # PyG would download them: refuse instead
         raise FileNotFoundError("; ".join(missing))
+    n_attributes = 0  # leading columns of x that lambda does not colour
     if source == "tudataset":
         from torch_geometric.datasets import TUDataset
 
-        dataset = TUDataset(str(Path(root).expanduser()), name, use_node_attr=False)
+        dataset = TUDataset(str(Path(root).expanduser()), name, use_node_attr=use_node_attr)
+        n_attributes = dataset.num_node_attributes if use_node_attr else 0
     else:
         from torch_geometric.datasets import MoleculeNet
 
         dataset = MoleculeNet(str(Path(root).expanduser()), name)
-    graphs, labels = [], []
+    graphs, colour_x, labels = [], [], []
     for g in dataset:
         x = torch.ones(g.num_nodes, 1) if g.x is None else g.x.float()
         graphs.append(Data(x=x, edge_index=g.edge_index, num_nodes=g.num_nodes))
+        node_labels = x[:, n_attributes:]  # (n_v, labels); no labels: one constant colour
+        colour_x.append(node_labels if node_labels.shape[1] else torch.ones(g.num_nodes, 1))
         y = g.y.view(-1)
         if y.numel() > 1 and label_column is None:
             raise ValueError(f"{name} is multi-task: set its label_column (SIDER: 21)")
@@ -215,4 +235,5 @@ def load_paper_task(
         num_classes=int(y.max()) + 1,
         train_idx=np.asarray(train_idx),
         test_idx=np.asarray(test_idx),
+        colour_x=colour_x if n_attributes else None,
     )

@@ -43,6 +43,9 @@ from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
 
 Matrix = np.ndarray | sparse.sparray | sparse.spmatrix
+# The class-subset draws accept either stream: a Generator, or a legacy RandomState, whose
+# choice() is the draw np.random.seed(41); np.random.choice(...) makes in the official code.
+Rng = np.random.Generator | np.random.RandomState
 
 
 # ----------------------------------------------------------------------------------------
@@ -180,9 +183,14 @@ def margin_lipschitz(num_classes: int, kind: str = "official") -> float:
 
 
 def class_halves(
-    members: np.ndarray, k: int, n_split: int, halves: str, rng: np.random.Generator
+    members: np.ndarray, k: int, n_split: int, halves: str, rng: Rng
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``n_split`` pairs of k-subsets of one class's training indices (Algorithm 1 step 3)."""
+    """``n_split`` pairs of k-subsets of one class's training indices (Algorithm 1 step 3).
+
+    The official order of draws (``compute_bound.py`` l. 415-418): per split, the first
+    subset then the second, each ``choice(members, k, replace=False)``; with a RandomState
+    seeded 41 and classes visited 0..K-1 this is the official global-stream sequence.
+    """
     if halves == "independent_draws":  # official: np.random.choice twice, may overlap
         return [
             (rng.choice(members, k, replace=False), rng.choice(members, k, replace=False))
@@ -201,7 +209,7 @@ def kvariance_bound(
     y: np.ndarray,
     num_classes: int,
     settings: BoundSettings,
-    rng: np.random.Generator,
+    rng: Rng,
 ) -> BoundTerms:
     """Algorithm 1 (brief Sec. 3.3) on the training graphs.
 
@@ -211,7 +219,9 @@ def kvariance_bound(
         y: (m,) integer labels in 0..num_classes-1.
         num_classes: K (classes absent from training are an error, as in the official code).
         settings: gamma, delta, n_split and the quirk flags.
-        rng: draws the class subsets.
+        rng: draws the class subsets, classes in order 0..K-1 (the official order). A
+            ``np.random.RandomState(41)`` gives the official draws exactly, provided the rows
+            are in the official ``train_idx`` order (``train_test_split`` output, unsorted).
 
     Returns:
         :class:`BoundTerms`; ``bound`` = class-average of

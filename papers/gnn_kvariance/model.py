@@ -4,8 +4,10 @@
   each an MLP Linear(d, h) -> ReLU -> Linear(h, h) followed by ReLU; sum pooling; head
   Linear(h, h) -> ReLU -> Linear(h, K).
 * :class:`GCN`, the official network (brief Sec. 3.4, ``run/custom_graphgym/network/GCN.py``):
-  L GCNConv layers without bias, each followed by ReLU; sum pooling; head Linear(h, h) ->
-  BatchNorm1d(track_running_stats=False) -> ReLU -> Linear(h, K).
+  GCNConv layers without bias, each followed by ReLU; sum pooling; head Linear(h, h) ->
+  BatchNorm1d(track_running_stats=False) -> ReLU -> Linear(h, K). The official constructor
+  builds max(L, 2) convolutions for ``layers_mp = L`` (one at L = 1 plus one more:
+  :func:`gcn_conv_count`); ``gcn_layer_count="exact"`` builds L.
 
 Both are MPNNs: given constant or identical node inputs they cannot separate graphs that
 1-WL does not (brief Sec. 3.5). The F-MPNN is the same network on inputs with the rooted
@@ -21,6 +23,25 @@ from torch import nn
 from torch_geometric.nn import GCNConv, GINConv, global_add_pool
 
 ARCHITECTURES = ("gin", "gcn")
+GCN_LAYER_COUNTS = ("official", "exact")
+
+
+def gcn_conv_count(layers_mp: int, layer_count: str = "official") -> int:
+    """Number of GCNConv layers the GCN builds for ``layers_mp`` = L.
+
+    "official" follows ``network/GCN.py`` (l. 26-38): one conv, then for L == 2 one more,
+    otherwise L - 2 more (none when L = 1) and one last one, so L = 1 gives 2 and L >= 2
+    gives L. "exact": L.
+    """
+    if layer_count not in GCN_LAYER_COUNTS:
+        raise ValueError(
+            f"unknown model.gcn_layer_count {layer_count!r}; choose from {list(GCN_LAYER_COUNTS)}"
+        )
+    if layers_mp < 1:
+        raise ValueError(f"need at least one message-passing layer, got {layers_mp}")
+    if layer_count == "exact":
+        return layers_mp
+    return 1 + (1 if layers_mp == 2 else max(layers_mp - 2, 0) + 1)
 
 
 class GIN(nn.Module):
@@ -51,12 +72,20 @@ class GIN(nn.Module):
 
 
 class GCN(nn.Module):
-    """Official GCN (brief Sec. 3.4)."""
+    """Official GCN (brief Sec. 3.4); ``num_layers`` = layers_mp, see :func:`gcn_conv_count`."""
 
-    def __init__(self, in_dim: int, hidden: int, num_layers: int, num_classes: int) -> None:
+    def __init__(
+        self,
+        in_dim: int,
+        hidden: int,
+        num_layers: int,
+        num_classes: int,
+        layer_count: str = "official",
+    ) -> None:
         super().__init__()
         self.convs = nn.ModuleList(
-            GCNConv(in_dim if i == 0 else hidden, hidden, bias=False) for i in range(num_layers)
+            GCNConv(in_dim if i == 0 else hidden, hidden, bias=False)
+            for i in range(gcn_conv_count(num_layers, layer_count))
         )
         self.head = nn.Sequential(
             nn.Linear(hidden, hidden),
@@ -74,12 +103,21 @@ class GCN(nn.Module):
 
 
 def build_model(
-    arch: str, in_dim: int, hidden: int, num_layers: int, num_classes: int
+    arch: str,
+    in_dim: int,
+    hidden: int,
+    num_layers: int,
+    num_classes: int,
+    gcn_layer_count: str = "official",
 ) -> nn.Module:
+    """The network of ``model.arch``; ``gcn_layer_count`` applies to the GCN only (the toy
+    GIN always has ``num_layers`` layers)."""
     if arch not in ARCHITECTURES:
         raise ValueError(f"unknown model.arch {arch!r}; choose from {list(ARCHITECTURES)}")
-    cls = GIN if arch == "gin" else GCN
-    return cls(in_dim, hidden, num_layers, num_classes)
+    gcn_conv_count(num_layers, gcn_layer_count)  # a misspelt count fails for the GIN too
+    if arch == "gin":
+        return GIN(in_dim, hidden, num_layers, num_classes)
+    return GCN(in_dim, hidden, num_layers, num_classes, gcn_layer_count)
 
 
 def margin_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

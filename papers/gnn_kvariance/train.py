@@ -91,6 +91,7 @@ def load_task(name: str, task: TaskConfig, seed: int, cfg: Config) -> GraphTask:
         task.label_column,
         cfg.data.test_fraction,
         cfg.data.split_seed,
+        cfg.data.use_node_attr,
     )
 
 
@@ -104,6 +105,37 @@ def node_inputs(task: GraphTask, patterns: list[str]) -> list[torch.Tensor]:
         counts = rooted_hom_counts(g.edge_index.numpy(), g.num_nodes, patterns)
         inputs.append(torch.cat([g.x.double(), torch.from_numpy(counts)], dim=1))
     return inputs
+
+
+def colour_inputs(task: GraphTask, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """lambda's initial-colour features per graph: ``inputs`` with the node features replaced
+    by ``task.colour_x`` where the task has them (TU sets with use_node_attr: the node labels
+    only, the official bound's colours), the hom counts kept; otherwise ``inputs`` itself."""
+    if task.colour_x is None:
+        return inputs
+    width = task.graphs[0].x.shape[1]  # the node-feature columns; the counts follow them
+    return [
+        torch.cat([colour.double(), x[:, width:]], dim=1)
+        for colour, x in zip(task.colour_x, inputs, strict=True)
+    ]
+
+
+DRAW_RNGS = ("random_state", "generator")
+
+
+def draw_rng(kind: str, seed: int, task_name: str) -> np.random.Generator | np.random.RandomState:
+    """The stream of Algorithm 1's class-subset draws, fresh for every bound (the official
+    code reseeds before each one, ``compute_bound.py`` l. 405).
+
+    "random_state": ``np.random.RandomState(seed)``, the stream ``np.random.seed(seed)`` then
+    ``np.random.choice`` draw from (official), without touching numpy's global state;
+    "generator": a numpy Generator from (seed, crc32(task name)).
+    """
+    if kind == "random_state":
+        return np.random.RandomState(seed)  # the official legacy stream
+    if kind == "generator":
+        return numpy_rng(seed, stream(task_name))
+    raise ValueError(f"unknown bound.draw_rng {kind!r}; choose from {list(DRAW_RNGS)}")
 
 
 def graph_batch(task: GraphTask, inputs: list[torch.Tensor], index: np.ndarray) -> Batch:
@@ -151,7 +183,12 @@ def train_family(
     loss_fn = LOSSES[loss_name]
     torch.manual_seed(seed)  # the same initial weights however the runs are ordered
     model = build_model(
-        cfg.model.arch, inputs[0].shape[1], cfg.model.hidden, depth, task.num_classes
+        cfg.model.arch,
+        inputs[0].shape[1],
+        cfg.model.hidden,
+        depth,
+        task.num_classes,
+        cfg.model.gcn_layer_count,
     )
     optimizer = torch.optim.Adam(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
     model, optimizer = accelerator.prepare(model, optimizer)
@@ -244,7 +281,10 @@ def run(cfg: Config, out_dir: Path) -> Results:
         for pattern in cfg.families[method].patterns:
             parse_pattern(pattern)  # fail before any work on a misspelt pattern
     settings = settings_of(tasks)
-    bound = BoundSettings(**{k: v for k, v in asdict(cfg.bound).items() if k != "draw_seed"})
+    drawing = ("draw_seed", "draw_rng")  # how run_setting makes the rng, not Algorithm 1
+    bound = BoundSettings(**{k: v for k, v in asdict(cfg.bound).items() if k not in drawing})
+    if cfg.bound.draw_rng not in DRAW_RNGS:
+        raise ValueError(f"unknown bound.draw_rng {cfg.bound.draw_rng!r}; choose from {DRAW_RNGS}")
     accelerator = make_accelerator(cfg.runtime)
     logger = MetricsLogger(Path(out_dir) / "metrics.jsonl", enabled=accelerator.is_main_process)
 
@@ -268,7 +308,7 @@ def run(cfg: Config, out_dir: Path) -> Results:
                 input_cache[key] = node_inputs(task, family.patterns)
                 # lambda_t for every depth of this task at once (rounds are nested)
                 lambda_cache[key] = wl_histograms(
-                    task.graphs, torch.cat(input_cache[key]), max(spec.layers)
+                    task.graphs, torch.cat(colour_inputs(task, input_cache[key])), max(spec.layers)
                 )
             inputs, lam_L = input_cache[key], lambda_cache[key][depth - 1]
             tags = {"setting": setting, "method": method, "seed": seed}
@@ -279,7 +319,7 @@ def run(cfg: Config, out_dir: Path) -> Results:
             # The same class subsets for every family and depth of a task (official: one
             # fixed seed, 41, for every bound it computes).
             draw_seed = cfg.bound.draw_seed if cfg.bound.draw_seed is not None else seed
-            rng = numpy_rng(draw_seed, stream(task_name))
+            rng = draw_rng(cfg.bound.draw_rng, draw_seed, task_name)
             for name, value in evaluate_family(task, lam_L, phi, bound, rng).items():
                 metrics[f"{method}.{name}"] = value
         return RunOutput(metrics=metrics)

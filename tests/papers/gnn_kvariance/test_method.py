@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
+from papers.gnn_kvariance import method
 from papers.gnn_kvariance.method import (
     BoundSettings,
     class_halves,
@@ -17,6 +18,8 @@ from papers.gnn_kvariance.method import (
     pairwise_distances,
     wasserstein_1,
 )
+from papers.gnn_kvariance.train import draw_rng, stream
+from shared.seeding import numpy_rng
 
 RNG = np.random.default_rng(0)
 
@@ -166,6 +169,77 @@ def test_halves_official_draws_may_overlap_disjoint_do_not():
     assert max(overlaps) > 0
     for a, b in class_halves(members, 5, 2, "disjoint", rng):
         assert len(a) == len(b) == 5 and not set(a) & set(b)
+
+
+# Hand case for the official draws (issue 31 (a)): 14 graphs, the training set in
+# train_test_split order (unsorted), as compute_bound.py sees it.
+TRAIN_IDX = np.array([11, 4, 7, 0, 9, 2, 13, 5, 8, 1, 12, 3])
+LABELS = np.array([0, 1, 0, 1, 1, 0, 1, 0, 0, 1, 0, 1, 1, 0])  # of graphs 0..13
+
+
+def official_draws(seed: int = 41) -> list[np.ndarray]:
+    """compute_bound.py l. 405-418, verbatim in effect: np.random.seed(41), then per class
+    candidates = train_idx[y[train_idx] == c] and two np.random.choice draws. The global
+    state is restored afterwards."""
+    saved = np.random.get_state()  # noqa: NPY002
+    try:
+        np.random.seed(seed)  # noqa: NPY002  (the official call, as reference)
+        draws = []
+        for c in range(2):
+            candidates = TRAIN_IDX[LABELS[TRAIN_IDX] == c]
+            k = int(len(candidates) / 2)
+            draws.append(np.random.choice(candidates, k, replace=False))  # noqa: NPY002
+            draws.append(np.random.choice(candidates, k, replace=False))  # noqa: NPY002
+        return draws
+    finally:
+        np.random.set_state(saved)  # noqa: NPY002
+
+
+def drawn_subsets(monkeypatch, rng) -> list[np.ndarray]:
+    """The subsets Algorithm 1 computes W1 on, as dataset indices: each training graph's
+    lambda row is its own dataset index, and W1 is replaced by a recorder."""
+    drawn = []
+
+    def record(a, b):
+        drawn.extend([a[:, 0].astype(int), b[:, 0].astype(int)])
+        return 0.0
+
+    monkeypatch.setattr(method, "wasserstein_1", record)
+    lam = TRAIN_IDX[:, None].astype(float)  # (12, 1)
+    phi = np.zeros((len(TRAIN_IDX), 2))
+    kvariance_bound(lam, phi, LABELS[TRAIN_IDX], 2, BoundSettings(), rng)
+    return drawn
+
+
+def legacy_global_state() -> tuple[list[int], int]:
+    """numpy's global legacy stream: the Mersenne Twister key and position."""
+    _, key, pos, *_ = np.random.get_state()  # noqa: NPY002
+    return key.tolist(), pos
+
+
+def test_official_draw_is_the_np_random_seed_41_choice_sequence(monkeypatch):
+    before = legacy_global_state()
+    drawn = drawn_subsets(monkeypatch, draw_rng("random_state", 41, "ENZYMES"))
+    assert legacy_global_state() == before  # no global numpy state is touched
+    expected = official_draws()
+    assert len(drawn) == len(expected) == 4  # class 0: two subsets, then class 1: two
+    for ours, theirs in zip(drawn, expected, strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+    # the same draws written out by hand (numpy's legacy stream is frozen)
+    hand = [[0, 5, 2], [2, 7, 5], [4, 1, 9], [3, 1, 4]]
+    assert [d.tolist() for d in drawn] == hand
+    # the task name plays no part in the official stream
+    assert [d.tolist() for d in drawn_subsets(monkeypatch, draw_rng("random_state", 41, "x"))] == (
+        hand
+    )
+
+
+def test_generator_draw_is_seeded_from_seed_and_task(monkeypatch):
+    ours = drawn_subsets(monkeypatch, draw_rng("generator", 41, "ENZYMES"))
+    again = drawn_subsets(monkeypatch, numpy_rng(41, stream("ENZYMES")))
+    assert [d.tolist() for d in ours] == [d.tolist() for d in again]
+    with pytest.raises(ValueError, match="draw_rng"):
+        draw_rng("global", 41, "ENZYMES")
 
 
 def test_margin():

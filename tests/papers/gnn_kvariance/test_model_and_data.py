@@ -10,8 +10,9 @@ from sklearn.model_selection import train_test_split
 from torch_geometric.data import Batch, Data
 
 from papers.gnn_kvariance import data as D
-from papers.gnn_kvariance.model import build_model, margin_loss
-from papers.gnn_kvariance.train import epoch_batches, node_inputs, preflight
+from papers.gnn_kvariance.model import build_model, gcn_conv_count, margin_loss
+from papers.gnn_kvariance.train import colour_inputs, epoch_batches, node_inputs, preflight
+from papers.gnn_kvariance.wl import wl_histograms
 from shared.config import compose
 
 
@@ -65,6 +66,30 @@ def test_triangle_counts_let_the_fmpnn_separate_c6_from_two_triangles(one_thread
     model = build_model("gin", in_dim=2, hidden=16, num_layers=1, num_classes=2)
     out = logits(model, graphs)
     assert (out[0] - out[1]).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize(
+    ("layer_count", "expected"),
+    [("official", [2, 2, 3, 4, 5, 6]), ("exact", [1, 2, 3, 4, 5, 6])],
+)
+def test_official_gcn_builds_two_convs_for_one_layer(layer_count, expected, one_thread):
+    """network/GCN.py l. 26-38: layers_mp = 1 appends a first GCNConv and, since L != 2,
+    range(L - 2) adds none and the final append a second one."""
+    from torch_geometric.nn import GCNConv, GINConv
+
+    for layers_mp, n_convs in zip(range(1, 7), expected, strict=True):
+        model = build_model("gcn", 1, 8, layers_mp, 2, gcn_layer_count=layer_count)
+        convs = [m for m in model.modules() if isinstance(m, GCNConv)]
+        assert len(convs) == n_convs == gcn_conv_count(layers_mp, layer_count), layers_mp
+        assert convs[0].in_channels == 1 and all(c.in_channels == 8 for c in convs[1:])
+        assert all(c.bias is None for c in convs)
+        out = logits(model, [C6, TWO_TRIANGLES, D.from_networkx_graph(nx.path_graph(4))])
+        assert out.shape == (3, 2)
+    # the toy GIN is not the official network: always L layers
+    gin = build_model("gin", 3, 8, 1, 2, gcn_layer_count=layer_count)
+    assert sum(isinstance(m, GINConv) for m in gin.modules()) == 1
+    with pytest.raises(ValueError, match="gcn_layer_count"):
+        build_model("gcn", 3, 8, 1, 2, gcn_layer_count="twice")
 
 
 def test_margin_loss_is_multimargin_on_log_softmax():
@@ -143,8 +168,11 @@ def test_missing_raw_files_are_named_and_nothing_is_fetched(
     assert not list(tmp_path.iterdir())  # not even a folder was made
 
 
-def write_tu_files(root, name, n_graphs=20):
-    """A tiny TU data set in the official text format: paths and cycles of 3-5 nodes."""
+def write_tu_files(root, name, n_graphs=20, node_attributes=0, node_labels=False):
+    """A tiny TU data set in the official text format: paths and cycles of 3-5 nodes.
+    Optionally node j (numbered over the whole set from 0) gets the continuous attributes
+    [0.5 j, 1 + j mod 2, ...] (the first ``node_attributes`` of them) and the label
+    1 + j mod 3, as ENZYMES and PROTEINS have both."""
     raw = root / name / "raw"
     raw.mkdir(parents=True)
     edges, indicator, labels, offset = [], [], [], 0
@@ -160,6 +188,14 @@ def write_tu_files(root, name, n_graphs=20):
     (raw / f"{name}_A.txt").write_text("".join(f"{a}, {b}\n" for a, b in edges))
     (raw / f"{name}_graph_indicator.txt").write_text("".join(f"{i}\n" for i in indicator))
     (raw / f"{name}_graph_labels.txt").write_text("".join(f"{y}\n" for y in labels))
+    if node_attributes:
+        rows = [[0.5 * j, 1.0 + j % 2, 2.0 + j % 5][:node_attributes] for j in range(offset)]
+        text = "".join(", ".join(str(v) for v in row) + "\n" for row in rows)
+        (raw / f"{name}_node_attributes.txt").write_text(text)
+    if node_labels:
+        (raw / f"{name}_node_labels.txt").write_text(
+            "".join(f"{1 + j % 3}\n" for j in range(offset))
+        )
 
 
 def test_tu_loader_reads_local_files_with_the_official_split(tmp_path, no_downloads):
@@ -170,6 +206,39 @@ def test_tu_loader_reads_local_files_with_the_official_split(tmp_path, no_downlo
     np.testing.assert_array_equal(task.train_idx, train)
     np.testing.assert_array_equal(task.test_idx, test)
     assert all(g.x.shape == (g.num_nodes, 1) for g in task.graphs)  # no labels: constant
+
+
+def test_tu_loader_with_node_attributes_as_the_official_loader(tmp_path, no_downloads):
+    """custom_loader.py l. 74: TUDataset(use_node_attr=True), so the model reads [continuous
+    attributes, one-hot labels]; compute_bound.py l. 153 colours lambda from the labels only."""
+    write_tu_files(tmp_path, "ATTR", node_attributes=2, node_labels=True)
+    official = D.load_paper_task(tmp_path, "tudataset", "ATTR", None, 0.1, 41, use_node_attr=True)
+    labels_only = D.load_paper_task(tmp_path, "tudataset", "ATTR", None, 0.1, 41, False)
+    # graph 0 is the path on nodes j = 0, 1, 2: attributes (0.5 j, 1 + j mod 2), labels 1, 2, 3
+    hand = torch.tensor(
+        [[0.0, 1.0, 1.0, 0.0, 0.0], [0.5, 2.0, 0.0, 1.0, 0.0], [1.0, 1.0, 0.0, 0.0, 1.0]]
+    )
+    torch.testing.assert_close(official.graphs[0].x, hand)
+    torch.testing.assert_close(official.colour_x[0], hand[:, 2:])
+    torch.testing.assert_close(labels_only.graphs[0].x, hand[:, 2:])
+    assert labels_only.colour_x is None  # the model and lambda read the same labels
+    assert all(g.x.shape == (g.num_nodes, 5) for g in official.graphs)
+    np.testing.assert_array_equal(official.train_idx, labels_only.train_idx)
+
+    # the F-MPNN reads [attributes, labels, counts]; lambda's colours are [labels, counts],
+    # so lambda is the one the labels-only load gives (the official F-WL features)
+    patterns = ["triangle"]
+    inputs = node_inputs(official, patterns)
+    colours = colour_inputs(official, inputs)
+    assert inputs[0].shape[1] == 6 and colours[0].shape[1] == 4
+    for ours, theirs in zip(colours, node_inputs(labels_only, patterns), strict=True):
+        torch.testing.assert_close(ours, theirs)
+    lam = wl_histograms(official.graphs, torch.cat(colours), 2)
+    lam_labels = wl_histograms(labels_only.graphs, torch.cat(node_inputs(labels_only, patterns)), 2)
+    for ours, theirs in zip(lam, lam_labels, strict=True):
+        assert ours.shape == theirs.shape and (ours != theirs).nnz == 0
+    # colouring the model's inputs instead would split nodes by their attributes
+    assert wl_histograms(official.graphs, torch.cat(inputs), 1)[0].shape[1] > lam[0].shape[1]
 
 
 def test_moleculenet_loader_reads_local_csv_and_keeps_one_label(tmp_path, no_downloads):
@@ -197,13 +266,21 @@ def test_preflight_names_every_missing_data_set(tmp_path):
     ]
 
 
-def test_paper_scale_runs_end_to_end_on_a_local_tu_set(tmp_path, one_thread):
+@pytest.mark.parametrize(
+    "quirks",
+    [
+        [],  # paper.yaml: the official values
+        ["model.gcn_layer_count=exact", "bound.draw_rng=generator", "data.use_node_attr=false"],
+    ],
+    ids=["official", "not_official"],
+)
+def test_paper_scale_runs_end_to_end_on_a_local_tu_set(tmp_path, one_thread, quirks):
     """The paper path (GCN, margin loss, minibatches, the four official families, seed-41
-    draws) on a tiny local TU set in place of the official ones."""
+    draws, node attributes) on a tiny local TU set in place of the official ones."""
     from shared.config import compose_dict
     from shared.entry import execute
 
-    write_tu_files(tmp_path / "data", "TOYTU", n_graphs=40)
+    write_tu_files(tmp_path / "data", "TOYTU", n_graphs=40, node_attributes=2, node_labels=True)
     others = ["ENZYMES", "PROTEINS", "PTC_MR", "DD", "SIDER", "BACE"]
     overrides = [
         f"data.root={tmp_path / 'data'}",
@@ -216,6 +293,7 @@ def test_paper_scale_runs_end_to_end_on_a_local_tu_set(tmp_path, one_thread):
         *(f"families.{f}.epochs=2" for f in ("fmpnn_paths", "fmpnn_cycles", "fmpnn_cliques")),
         "runtime.progress=false",
         f"out_root={tmp_path}",
+        *quirks,
     ]
     record = execute(
         "gnn_kvariance", compose_dict("gnn_kvariance", "paper", overrides), tmp_path / "run"
