@@ -27,6 +27,9 @@ class AlgorithmConfig:
     alpha_error: float = 0.001  # trust check: raise when the best root's p-value is below
     edge_threshold: float = 0.25  # |A[i, j]| above which j -> i is declared
     instrument_min_corr: float = 0.0  # optional FindIP instrument guard (0: official choice)
+    # order of the merged type-II clusters (new latents' ids, Stage-2 tie-breaks): "official"
+    # = utils.Mergelist (merged clusters first, then lone pairs in input order) | "sorted"
+    cluster_order: str = "official"
     hsic: HSICConfig = field(default_factory=HSICConfig)
 
 

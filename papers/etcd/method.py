@@ -48,6 +48,8 @@ import networkx as nx
 import numpy as np
 from scipy.stats import pearsonr
 
+CLUSTER_ORDERS = ("official", "sorted")  # orders of merged type-II clusters
+
 
 class AssumptionInvalid(RuntimeError):
     """ETCD's trust signal (Sec. 3.3 step 1): no variable qualifies as the next root, so the
@@ -96,6 +98,11 @@ class ETCDSettings:
             the first other variable whose |corr| with the pair's second member exceeds this.
             ``0`` (default) disables it: k is the first other variable, as in the official
             code.
+        cluster_order: order of the merged type-II clusters, hence of the new latents' ids
+            and of Vc, which breaks Stage-2 root ties (see :func:`merge_overlapping`).
+            ``"official"`` (default): as the official ``utils.Mergelist``, clusters merged
+            from several pairs first, then the pairs that overlap no other, in input order;
+            ``"sorted"``: the clusters sorted (this code's earlier order).
     """
 
     alpha_ip: float = 0.001
@@ -108,6 +115,13 @@ class ETCDSettings:
     hsic: HSICSettings = field(default_factory=HSICSettings)
     min_samples: int = 100
     instrument_min_corr: float = 0.0
+    cluster_order: str = "official"
+
+    def __post_init__(self) -> None:
+        if self.cluster_order not in CLUSTER_ORDERS:
+            raise ValueError(
+                f"cluster_order must be one of {CLUSTER_ORDERS}, got {self.cluster_order!r}"
+            )
 
 
 # ------------------------------------------------------------------------------------------
@@ -248,21 +262,51 @@ def quintuple_independent(
     return hsic.independent(w, x2, alpha)
 
 
-def merge_overlapping(pairs: Sequence[Sequence[int]]) -> list[list[int]]:
+def merge_overlapping(pairs: Sequence[Sequence[int]], order: str = "official") -> list[list[int]]:
     """Merge groups that share a member into clusters (Sec. 3.2 step 2; brief Sec. 7 item 8).
 
-    Example: ``{(1, 2), (2, 3), (5, 6)} -> [[1, 2, 3], [5, 6]]``.
+    The clusters are the connected components of the graph whose edges are the groups (the
+    transitive closure in one pass: chains and nested overlaps all end in one cluster); each
+    cluster is sorted. Their order sets the new latents' ids and Vc's order, which breaks
+    Stage-2 root ties:
+
+    * ``"official"``, as ``utils.Mergelist`` of the official code: first the clusters merged
+      from two or more groups, ordered by the position of their first group in ``pairs``;
+      then every group that overlaps no other, in input order.
+      ``[(0, 1), (5, 6), (6, 7)] -> [[5, 6, 7], [0, 1]]``.
+    * ``"sorted"``: the clusters sorted. ``[(0, 1), (5, 6), (6, 7)] -> [[0, 1], [5, 6, 7]]``.
+
+    Args:
+        pairs: groups of variable ids (empty groups are ignored).
+        order: ``"official"`` or ``"sorted"``.
 
     Returns:
-        The connected components of the graph whose edges are the pairs; each component
-        sorted, the list sorted.
+        The clusters, each a sorted list.
     """
+    if order not in CLUSTER_ORDERS:
+        raise ValueError(f"order must be one of {CLUSTER_ORDERS}, got {order!r}")
+    groups = [list(group) for group in pairs if len(group)]
     graph = nx.Graph()
-    for group in pairs:
-        members = list(group)
+    for members in groups:
         graph.add_nodes_from(members)
         graph.add_edges_from(zip(members[:-1], members[1:], strict=True))
-    return sorted(sorted(component) for component in nx.connected_components(graph))
+    component_of = {
+        v: index
+        for index, component in enumerate(nx.connected_components(graph))
+        for v in component
+    }
+    # component -> positions of its groups in the input; dict order = first group's position
+    positions: dict[int, list[int]] = {}
+    for position, members in enumerate(groups):
+        positions.setdefault(component_of[members[0]], []).append(position)
+    clusters = {
+        comp: sorted({v for p in where for v in groups[p]}) for comp, where in positions.items()
+    }
+    if order == "sorted":
+        return sorted(clusters.values())
+    merged = [clusters[comp] for comp, where in positions.items() if len(where) > 1]
+    alone = [clusters[comp] for comp, where in positions.items() if len(where) == 1]
+    return merged + alone
 
 
 # ------------------------------------------------------------------------------------------
@@ -454,7 +498,7 @@ def _classify_pairs(
             type3.append((j, i))
         else:
             type2.append((i, j))
-    return type1, merge_overlapping(type2), type3
+    return type1, merge_overlapping(type2, settings.cluster_order), type3
 
 
 def stage1(X: np.ndarray, settings: ETCDSettings, hsic: HSICTest) -> Stage1Result:

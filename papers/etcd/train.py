@@ -80,6 +80,7 @@ def settings_from(cfg: Config, error: bool) -> ETCDSettings:
         hsic=HSICSettings(a.hsic.width, a.hsic.n_frequencies, a.hsic.n_null),
         min_samples=cfg.data.min_samples,
         instrument_min_corr=a.instrument_min_corr,
+        cluster_order=a.cluster_order,
     )
 
 

@@ -14,7 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from papers.etcd.data import case4_graph, sample_weights, simulate, violating_graph
+from papers.etcd.data import (
+    LatentGraph,
+    case4_graph,
+    sample_weights,
+    simulate,
+    violating_graph,
+)
 from papers.etcd.method import (
     AssumptionInvalid,
     ETCDResult,
@@ -242,9 +248,69 @@ def test_observed_edge_f1():
 
 # --------------------------------------------------------------------------- item 8: merging
 def test_merge_overlapping():
-    assert merge_overlapping([(1, 2), (2, 3), (5, 6)]) == [[1, 2, 3], [5, 6]]
-    assert merge_overlapping([(7, 5), (1, 2), (5, 3)]) == [[1, 2], [3, 5, 7]]
-    assert merge_overlapping([]) == []
+    for order in ("official", "sorted"):
+        assert merge_overlapping([(1, 2), (2, 3), (5, 6)], order) == [[1, 2, 3], [5, 6]]
+        assert merge_overlapping([], order) == []
+    assert merge_overlapping([(7, 5), (1, 2), (5, 3)], "sorted") == [[1, 2], [3, 5, 7]]
+    with pytest.raises(ValueError, match="official"):
+        merge_overlapping([(0, 1)], "lexicographic")
+
+
+# Hand cases of the official utils.Mergelist (XiuchuanLi/ICLR2025-ETCD, algorithm/utils.py):
+# clusters merged from >= 2 pairs come first, ordered by their first pair's position; then
+# the pairs that overlap no other, in input order; every cluster sorted.
+@pytest.mark.parametrize(
+    ("pairs", "official", "ordered"),
+    [
+        # the issue's example: the merged cluster jumps ahead of the lone pair
+        ([(0, 1), (5, 6), (6, 7)], [[5, 6, 7], [0, 1]], [[0, 1], [5, 6, 7]]),
+        # no overlap: input order kept (not sorted), each pair sorted
+        ([(5, 6), (1, 0), (3, 2)], [[5, 6], [0, 1], [2, 3]], [[0, 1], [2, 3], [5, 6]]),
+        # a chain closed in one pass, whatever the order its links come in
+        ([(3, 4), (0, 1), (1, 2), (2, 3)], [[0, 1, 2, 3, 4]], [[0, 1, 2, 3, 4]]),
+        ([(8, 9), (4, 3), (6, 7), (2, 3), (5, 6), (3, 5)], [[2, 3, 4, 5, 6, 7], [8, 9]], None),
+        # nested merges: a pair inside a larger cluster, and a repeated pair
+        ([(2, 3), (7, 8), (2, 4), (3, 4), (7, 8)], [[2, 3, 4], [7, 8]], [[2, 3, 4], [7, 8]]),
+        # two merged clusters, ordered by their first pair; lone pairs after them
+        (
+            [(8, 9), (5, 6), (1, 2), (6, 7), (2, 3), (0, 4)],
+            [[5, 6, 7], [1, 2, 3], [8, 9], [0, 4]],
+            [[0, 4], [1, 2, 3], [5, 6, 7], [8, 9]],
+        ),
+        # the type-II list of a 2-child latent (isolated pair, appended last by
+        # _classify_pairs) beside a 3-child latent: the 3-child latent gets the first id
+        ([(2, 3), (2, 4), (3, 4), (0, 1)], [[2, 3, 4], [0, 1]], [[0, 1], [2, 3, 4]]),
+    ],
+    ids=["issue-example", "no-overlap", "chain", "long-chain", "nested", "two-merged", "latents"],
+)
+def test_merge_overlapping_official_order(pairs, official, ordered):
+    assert merge_overlapping(pairs) == official  # official is the default
+    assert merge_overlapping(pairs, "official") == official
+    assert merge_overlapping(pairs, "sorted") == (ordered or sorted(official))
+
+
+def test_cluster_order_sets_the_latent_ids_and_stage2_order():
+    """LA -> LB, LA with pure children x1, x2 (an isolated identifiable pair) and LB with
+    x3, x4, x5 (three overlapping pairs): Stage 1 merges both in the same round, and the
+    merge order decides which latent gets id 5 and so Vc's order in Stage 2."""
+    B = np.zeros((7, 7))  # [LA, LB, x1..x5]
+    for parent, child in [(0, 1), (0, 2), (0, 3), (1, 4), (1, 5), (1, 6)]:
+        B[child, parent] = 1.0
+    structure = LatentGraph(B, 2, ["LA", "LB", "x1", "x2", "x3", "x4", "x5"])
+    rng = np.random.default_rng(0)
+    graph = sample_weights(structure, rng)
+    X = simulate(graph, N, rng)
+    expected = {"official": {5: [2, 3, 4], 6: [0, 1]}, "sorted": {5: [0, 1], 6: [2, 3, 4]}}
+    for order, latents in expected.items():
+        settings = ETCDSettings(error=False, cluster_order=order)
+        first = stage1(X, settings, HSICTest(settings.hsic, np.random.default_rng(0)))
+        assert {v: first.children[v] for v in (5, 6)} == latents
+        assert first.active == [5, 6]
+        result = etcd(X, settings, np.random.default_rng(0))
+        assert result.order == ([6, 5] if order == "official" else [5, 6])  # LA first
+        assert performance(graph.B, 2, result.adjacency, 5) == (0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="cluster_order"):
+        ETCDSettings(cluster_order="lexicographic")
 
 
 # ------------------------------------------------------------------------------ input checks
