@@ -60,6 +60,15 @@ class CollectedData:
     rejected: list = field(default_factory=list)
     inputs: int = 0  # hop inputs seen
     skipped: int = 0  # inputs whose queries all tied
+    # per hop, per input: the best AP among its sampled queries (what the sampler explored)
+    best_rewards: list[list[float]] = field(default_factory=list)
+
+    def best_sampled_ap(self, hop: int) -> float:
+        """Mean over hop ``hop``'s inputs (0-based) of the best AP any sampled query reached;
+        NaN when no input reached that hop."""
+        if hop >= len(self.best_rewards) or not self.best_rewards[hop]:
+            return float("nan")
+        return float(np.mean(self.best_rewards[hop]))
 
 
 def collect_iteration(
@@ -94,11 +103,13 @@ def collect_iteration(
         flat_states = [s for s, qs in zip(states, queries, strict=True) for _ in qs]
         flat_contexts = env.step(flat_states, [q for qs in queries for q in qs])
         next_states, start = [], 0
+        data.best_rewards.append([])
         for state, qs in zip(states, queries, strict=True):
             contexts = flat_contexts[start : start + len(qs)]
             start += len(qs)
             gold = env.gold(state.question)
             rewards = [average_precision(c, gold) for c in contexts]
+            data.best_rewards[hop].append(max(rewards))
             prefs = build_preference_pairs(qs, rewards, policy.query_key, policy.is_valid)
             data.inputs += 1
             if prefs.sft_target is None:

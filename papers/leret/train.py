@@ -349,10 +349,7 @@ class SeedStudy:
         if variant in self.loops:
             return self.loops[variant]
         c = self.cfg.collection
-        if variant == "temperature":
-            prompts, n = [None], c.temperature_only_samples
-        else:
-            prompts, n = [None, *self.prompts], c.samples_per_prompt
+        prompts, n = sampling_plan(variant, self.prompts, c)
         policy, history = self.base, []
         loop_dir = self.shared_dir / f"leret-{variant}"
         for iteration, questions in enumerate(self.splits.iterations, start=1):
@@ -393,6 +390,10 @@ class SeedStudy:
                 {
                     **{f"cd_{k}": v for k, v in cd_metrics.items()},
                     **metrics,
+                    **{
+                        f"best_sampled_ap_hop{h + 1}": data.best_sampled_ap(h)
+                        for h in range(self.env.hops)
+                    },
                     "pairs": float(len(data.chosen)),
                     "sft_targets": float(len(data.sft_queries)),
                     "skipped_inputs": float(data.skipped),
@@ -400,6 +401,20 @@ class SeedStudy:
             )
         self.loops[variant] = history
         return history
+
+
+def sampling_plan(variant: str, few_shot_prompts: list, collection) -> tuple[list, int]:
+    """The prompts a LeReT variant samples with and the queries each draws per hop input.
+
+    ``prompts`` / ``flipped``: the zero-shot prompt and every bootstrapped few-shot prompt,
+    ``samples_per_prompt`` each (prompt-driven diversity, Sec. 3.3.2); ``temperature``: the
+    zero-shot prompt only, ``temperature_only_samples`` at the same temperature (the Sec. 4
+    ablation: no few-shot prompt, the same sample budget in the toy config)."""
+    if variant == "temperature":
+        return [None], collection.temperature_only_samples
+    if variant in ("prompts", "flipped"):
+        return [None, *few_shot_prompts], collection.samples_per_prompt
+    raise ValueError(f"unknown LeReT variant {variant!r}")
 
 
 # ------------------------------------------------------------------ experiment
@@ -451,6 +466,8 @@ def method_metrics(study: SeedStudy, method: str) -> RunOutput:
     metrics.update(per_it)
     if method != "leret_cd":
         metrics["pairs_it1"] = history[0]["pairs"]
+        # what the iteration-1 sampler explored: the best sampled AP per hop-2 input
+        metrics["best_sampled_ap_hop2_it1"] = history[0].get("best_sampled_ap_hop2", math.nan)
         metrics["gain_over_few_shot"] = metrics["recall"] - few_shot["recall"]
         metrics["gain_over_base"] = metrics["recall"] - base["recall"]
         metrics["margin_over_cd"] = min(h["recall"] - h["cd_recall"] for h in history)

@@ -1,8 +1,10 @@
 """BM25 through bm25s against the brief's formula (Sec. 7.1-7.2), the toy world, the pointer
-policy's features, and that every loss sees the zero-shot input (Sec. 7.8)."""
+policy's features, that every loss sees the zero-shot input (Sec. 7.8), and what each LeReT
+variant samples with (prompts vs the temperature-only ablation)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -12,9 +14,11 @@ import torch
 from papers.leret.collection import Environment, HopState, collect_iteration, evaluate
 from papers.leret.config import WorldConfig
 from papers.leret.data import make_toy_task
-from papers.leret.method import plackett_luce_log_prob
+from papers.leret.method import average_precision, plackett_luce_log_prob, recall
 from papers.leret.model import N_FEATURES, Featurizer, PointerPolicy, ScoreNet
 from papers.leret.retrieval import TextRetriever, ToyRetriever, top_k_by_score
+from papers.leret.train import sampling_plan
+from shared.config import compose
 
 K1, B = 1.5, 0.75
 
@@ -183,3 +187,96 @@ def test_collection_produces_adjacent_level_pairs_with_better_ap(toy):
     assert hops <= {0, 1} and 1 in hops
     metrics = evaluate(policy, env, task.splits.test[:50])
     assert 0.0 <= metrics["ap"] <= metrics["recall"] <= 1.0
+
+
+class SpyPolicy:
+    """Records the (prompt, n, temperature) of every ``sample`` call of a wrapped policy."""
+
+    def __init__(self, policy):
+        self.policy, self.calls = policy, []
+
+    def __getattr__(self, name):
+        return getattr(self.policy, name)
+
+    def sample(self, states, prompt, n, temperature, rng):
+        self.calls.append((prompt, n, temperature))
+        return self.policy.sample(states, prompt, n, temperature, rng)
+
+
+def test_temperature_only_samples_without_prompts_and_leret_with_every_prompt(toy):
+    """Issue 31: the ablation must differ from LeReT in what it samples: zero-shot prompt only,
+    the same 8 queries per input (toy.yaml), where LeReT draws 2 from each of its 4 prompts."""
+    task, env, policy = toy
+    c = compose("leret", "toy").collection
+    few_shot = [np.full((2, N_FEATURES), float(i)) for i in (1, 2, 3)]
+    prompts, n = sampling_plan("prompts", few_shot, c)
+    assert prompts[0] is None and all(p is f for p, f in zip(prompts[1:], few_shot, strict=True))
+    assert n == c.samples_per_prompt == 2
+    assert sampling_plan("flipped", few_shot, c) == (prompts, n)
+    assert sampling_plan("temperature", few_shot, c) == ([None], c.temperature_only_samples)
+    assert c.temperature_only_samples == len(prompts) * n == 8  # same budget per input
+    paper = compose("leret", "paper")
+    budget = (1 + paper.prompts.n_few_shot) * paper.collection.samples_per_prompt
+    assert paper.collection.temperature_only_samples == budget
+    with pytest.raises(ValueError, match="variant"):
+        sampling_plan("greedy", few_shot, c)
+
+    questions = task.splits.iterations[0][:30]
+    for variant in ("prompts", "temperature"):
+        spy = SpyPolicy(policy)
+        plan = sampling_plan(variant, few_shot, c)
+        data = collect_iteration(
+            spy, env, questions, *plan, c.temperature, 0.5, np.random.default_rng(0)
+        )
+        used = [p for p, _, _ in spy.calls]
+        assert {(n_, t) for _, n_, t in spy.calls} == {(plan[1], c.temperature)}
+        if variant == "temperature":
+            assert all(p is None for p in used)  # no few-shot prior ever reaches the sampler
+        else:  # every hop samples with the zero-shot prompt and each few-shot prompt, in order
+            assert len(used) == 4 * len(data.best_rewards)
+            assert all(a is b for a, b in zip(used, prompts * len(data.best_rewards), strict=True))
+
+
+def test_best_sampled_ap_is_the_best_reward_of_each_hop_input(toy):
+    task, env, policy = toy
+    data = collect_iteration(
+        policy, env, task.splits.iterations[0][:40], [None], 4, 1.0, 0.5, np.random.default_rng(2)
+    )
+    assert len(data.best_rewards) == 2 and len(data.best_rewards[0]) == 40
+    assert sum(map(len, data.best_rewards)) == data.inputs
+    # hop 1 re-derived: the best AP over the same 4 draws of the same generator
+    rng = np.random.default_rng(2)
+    states = [HopState(q, (), 0) for q in task.splits.iterations[0][:40]]
+    drawn = policy.sample(states, None, 4, 1.0, rng)
+    best = [
+        max(average_precision(c, env.gold(s.question)) for c in env.step([s] * len(qs), qs))
+        for s, qs in zip(states, drawn, strict=True)
+    ]
+    assert data.best_rewards[0] == best
+    assert data.best_sampled_ap(0) == pytest.approx(np.mean(best))
+    assert math.isnan(data.best_sampled_ap(5))
+
+
+def test_hop1_recall_ceiling_is_structural():
+    """Issue 31: hop-1 recall is the same for every trained policy because it sits at a
+    ceiling of the toy world, not because hop 1 is untrained. A bridge question never names
+    its second gold document (B), so no hop-1 query from the question's tokens can reach
+    recall 1; a comparison question names both (A, A2) and [A, A2] retrieves both."""
+    task = make_toy_task(WorldConfig(), seed=0)
+    env = Environment(task, ToyRetriever(task.documents, len(task.vocab), K1, B), 2, 2)
+    featurizer = Featurizer(task, 2)
+    e0 = task.vocab.index("E0")
+    best = {"bridge": [], "comparison": []}
+    for q in task.splits.test[:80]:
+        question = task.questions[q]
+        state = HopState(q, (), 0)
+        queries = list(itertools.combinations(featurizer(state).tokens, 2))
+        reached = [recall(c, env.gold(q)) for c in env.step([state] * len(queries), queries)]
+        best[question.form].append(max(reached))
+        if question.form == "bridge":
+            (b_,) = question.gold - {question.habit_query[0] - e0}
+            assert b_ + e0 not in question.text
+        else:  # "does A or A2 have the same r1 ...": both gold titles are in the question
+            assert {question.text[1] - e0, question.text[3] - e0} == question.gold
+    assert best["bridge"] and max(best["bridge"]) == 0.5
+    assert np.mean(best["comparison"]) > 0.9
