@@ -26,7 +26,14 @@ class MemoryConfig:
     gamma: float = 1.0  # surprise threshold mu + gamma * sigma (Sec. 3.2)
     threshold_window: int = 32  # tau: past surprise values in the threshold statistics
     threshold_per_chunk: bool = False  # official: one window [e - n_local, e - c) per chunk
-    official_shift: bool = False  # official code: an event starts one token early
+    # Official-code quirks (README "Official quirks"); paper.yaml sets them, the toy does not.
+    # the official per-chunk window with its first / partial chunk rules; overrides
+    # threshold_window and threshold_per_chunk
+    official_threshold: bool = False
+    official_shift: bool = False  # position t holds the surprise of token t + 1
+    official_refine: bool = False  # official pre-filter, buffer offset and split range
+    official_frontier: bool = False  # a boundary at the frontier waits one update
+    official_contiguity: bool = False  # official buffer update order and fit tests
     uniform_blocks: bool = False  # InfLLM: fixed max_block events, no surprise boundaries
     refine: str | None = None  # None | modularity | conductance (the "M" variant, Sec. 3.3)
     refine_from_layer: int = 0  # A = sum over layers >= this (official 20 of 32)

@@ -120,7 +120,11 @@ class LayerMemory:
             return []
         sizes = [e - b for b, e in self.events]
         capacity = self.capacity()
-        if capacity is None or sum(sizes) <= capacity:
+        official = self.cfg.official_contiguity
+        fits = capacity  # official +C: "all fit" is tested against the similarity share
+        if capacity is not None and self.cfg.contiguity and official:
+            fits = contiguity_split(capacity, self.cfg.contiguity_share)[0]
+        if capacity is None or sum(sizes) <= fits:
             return list(range(len(self.events)))
         query = self.one_angle_query(q).mean(1).reshape(-1)  # (H * d,), this chunk's queries
         representatives = torch.stack(self.representatives)  # (E, H * d)
@@ -129,8 +133,9 @@ class LayerMemory:
         similar_cap, contiguous_cap = contiguity_split(capacity, self.cfg.contiguity_share)
         selected = similarity_retrieval(query, representatives, sizes, similar_cap)
         self.contiguity_buffer = update_contiguity_buffer(
-            self.contiguity_buffer, selected, sizes, contiguous_cap
+            self.contiguity_buffer, selected, sizes, contiguous_cap, official
         )
+        # a set: an official stale buffer entry also selected is not loaded twice (README)
         return sorted(set(selected) | set(self.contiguity_buffer))
 
     # ---------------------------------------------------------------- attention (Sec. 3.1)
@@ -218,7 +223,13 @@ class LayerMemory:
             self.rem_start = max(self.rem_start, frontier)
             return
         events, self.rem_start = form_events(
-            self.rem_start, frontier, boundaries, cfg.min_block, cfg.max_block, cfg.uniform_blocks
+            self.rem_start,
+            frontier,
+            boundaries,
+            cfg.min_block,
+            cfg.max_block,
+            cfg.uniform_blocks,
+            cfg.official_frontier,
         )
         for b, e in events:
             keys = self._expand(self.keys[:, b:e]).float()

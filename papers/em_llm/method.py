@@ -11,7 +11,8 @@ arXiv 2407.09450). The contribution, as pure functions (no I/O, no model):
 * the segmentation analysis of the toy (boundary F1, modularity of a segmentation).
 
 The per-layer memory that uses these inside a chunked attention is :mod:`papers.em_llm.memory`.
-Deviations are listed in the README ("Deviations").
+Deviations are listed in the README ("Deviations"); the official code's own rules, behind the
+``memory.official_*`` options, in its section "Official quirks".
 """
 
 from __future__ import annotations
@@ -36,6 +37,18 @@ def token_surprise(logits: Tensor, ids: Tensor) -> Tensor:
     return -log_p.gather(-1, ids[1:, None]).squeeze(-1).float()
 
 
+def next_token_surprise(logits: Tensor, targets: Tensor) -> Tensor:
+    """-log softmax(logits_i)[targets_i] for i < len(targets): the surprise of the tokens that
+    follow the first len(targets) positions (the official ``em_labels`` form).
+
+    Args:
+        logits: (L, V) next-token logits, L >= len(targets).
+        targets: (n,) the tokens that follow positions 0..n-1.
+    """
+    log_p = torch.log_softmax(logits[: targets.numel()].double(), dim=-1)
+    return -log_p.gather(-1, targets[:, None]).squeeze(-1).float()
+
+
 def surprise_boundaries(
     surprise: Tensor,
     start: int,
@@ -44,24 +57,37 @@ def surprise_boundaries(
     window: int,
     per_chunk: bool = False,
     official_shift: bool = False,
+    span: tuple[int, int] | None = None,
 ) -> list[int]:
     """Event starts among tokens [start, end) of a chunk (paper Eq. 2, brief Sec. 3.2).
 
     Token t is a boundary iff s_t > T_t = mu + gamma * sigma, where mu and sigma are the mean
     and standard deviation of the ``window`` surprise values *preceding* t (``per_chunk``: one
-    window preceding the chunk, the official [end - n_local, end - c) form). With fewer than
-    two past values (the very first tokens) the chunk's own statistics are used, as the official
-    code does for its first chunk.
+    window preceding the chunk). With fewer than two past values (the very first tokens) the
+    chunk's own statistics are used. ``span`` = [lo, hi) replaces all of this by one window of
+    absolute positions shared by the chunk (the official rule, :func:`official_threshold_span`;
+    fewer than two values there: no boundary, as the official NaN std gives).
 
     Args:
         surprise: (T,) surprise of every token so far, NaN where undefined (token 0).
-        official_shift: report t - 1 instead of t (the official code aligns the surprise of
-            token t + 1 with position t, so its events start one token early).
+        official_shift: the official alignment: position t holds the surprise of token t + 1
+            (``em_labels = input_ids[st + 1: ed + 1]``), so the chunk's values, the windows
+            and the reported positions are those of the surprise shifted by one (an event
+            starts one token before its surprising token).
 
     Returns:
         Sorted absolute positions.
     """
+    if official_shift:
+        surprise = torch.cat([surprise[1:], surprise.new_full((1,), float("nan"))])
     values = surprise[start:end]
+    if span is not None:
+        past = surprise[span[0] : span[1]]
+        past = past[~torch.isnan(past)]
+        if past.numel() < 2:
+            return []
+        surprising = values > past.mean() + gamma * past.std()
+        return (torch.nonzero(surprising).flatten() + start).tolist()
     if per_chunk:
         past_ends = torch.full((end - start,), start)
     else:
@@ -79,10 +105,26 @@ def surprise_boundaries(
     else:
         mean = torch.where(count < 2, float("nan"), mean)
     surprising = values > mean + gamma * std  # False wherever NaN is involved
-    boundaries = (torch.nonzero(surprising).flatten() + start).tolist()
-    if official_shift:
-        boundaries = [t - 1 for t in boundaries]
-    return [b for b in boundaries if b > 0]
+    return (torch.nonzero(surprising).flatten() + start).tolist()
+
+
+def official_threshold_span(
+    start: int, end: int, n_local: int, n_init: int, rem_start: int, before_write: bool = False
+) -> tuple[int, int]:
+    """The official threshold window of chunk [start, end) in absolute positions (official
+    ``context_manager.update_memory``: ``avg_st = max(E - n_local, 0)``, ``avg_ed =
+    max(E - c', n_init)``, both relative to the remainder start ``rem_start`` and read *after*
+    the chunk's values are written).
+
+    So: [max(end - n_local, rem_start), max(start, rem_start + n_init)) clipped at ``end``.
+    The first chunk (c > n_init) gets only its own first n_init values; a partial chunk of
+    c' tokens gets the n_local - c' values before it. ``before_write``: the refinement path
+    (official ``em_llm.py``), whose first chunk (empty remainder before it) uses all of its
+    own values.
+    """
+    if before_write and start <= rem_start:
+        return start, end
+    return max(end - n_local, rem_start), min(end, max(start, rem_start + n_init))
 
 
 def _nan_mean_std(x: Tensor) -> tuple[Tensor, Tensor]:
@@ -155,7 +197,11 @@ def split_scores(adjacency: Tensor, metric: str) -> Tensor:
 
 
 def refine_boundaries(
-    adjacency: Tensor, boundaries: list[int], min_block: int, metric: str = "modularity"
+    adjacency: Tensor,
+    boundaries: list[int],
+    min_block: int,
+    metric: str = "modularity",
+    offset: int | None = None,
 ) -> list[int]:
     """Boundary refinement, paper Algorithm 1 (brief Sec. 3.3); keeps the number of boundaries.
 
@@ -164,20 +210,34 @@ def refine_boundaries(
     [max(0, prev - h), min(T, beta + h)) with h = (beta - prev) // 2 is split at every t in
     [prev + min_block, beta - 1]; beta moves to the split with the best metric of the
     two-community partition of the window's sub-graph. prev becomes the (new) beta.
+
+    ``offset`` (not None): the official rules (``segmentation.events_with_similarity_
+    adjustment``), where the graph starts ``offset`` tokens before the chunk (the previous
+    chunk's tail, 0 without one): the pre-filter compares each boundary with its *original*
+    predecessor; a first boundary below ``min_block`` is kept (unrefined) only when
+    ``offset == 0``; a boundary within ``min_block`` of the chunk start is not moved; splits
+    are scanned from max(offset, prev) + min_block, never inside the previous chunk's tail.
     """
     n = adjacency.shape[0]
-    kept, last = [], 0
-    for b in sorted(boundaries):
-        if b - last >= min_block:
-            kept.append(b)
-            last = b
+    if offset is None:
+        kept, last = [], 0
+        for b in sorted(boundaries):
+            if b - last >= min_block:
+                kept.append(b)
+                last = b
+    else:
+        base = sorted(boundaries)
+        kept = [base[0]] if base and (base[0] >= min_block or offset == 0) else []
+        kept += [base[i] for i in range(1, len(base)) if base[i] - base[i - 1] >= min_block]
+    floor = 0 if offset is None else offset
     refined, prev = [], 0
     for beta in kept:
-        if beta - prev > min_block:
+        if beta - prev > min_block and beta - floor > min_block:
             h = (beta - prev) // 2
             w0, w1 = max(0, prev - h), min(n, beta + h)
             scores = split_scores(adjacency[w0:w1, w0:w1], metric)
-            candidates = torch.arange(prev + min_block, beta) - w0  # split index in the window
+            # split index in the window
+            candidates = torch.arange(max(prev, floor) + min_block, beta) - w0
             values = scores[candidates]
             best = values.argmax() if metric == "modularity" else values.argmin()
             beta = int(candidates[best]) + w0
@@ -196,6 +256,7 @@ def form_events(
     min_block: int,
     max_block: int,
     uniform: bool = False,
+    strict_frontier: bool = False,
 ) -> tuple[list[tuple[int, int]], int]:
     """Cut the evicted remainder [start, frontier) into stored events (brief Sec. 3.4).
 
@@ -204,14 +265,17 @@ def form_events(
     ``max_block`` pieces (a leftover shorter than ``min_block`` joins the next segment); the
     last, open segment stays in the remainder, except that ``max_block`` pieces are cut from it
     once that many tokens wait without a boundary. ``uniform`` (InfLLM) ignores the boundaries:
-    consecutive ``max_block`` pieces.
+    consecutive ``max_block`` pieces. ``strict_frontier`` (official): only boundaries strictly
+    before the frontier cut (the official block formation reads ``divide[st: st + ed]``), so a
+    boundary exactly at the frontier closes its event one update later.
 
     Returns:
         The new events as [begin, end) pairs and the new start of the remainder.
     """
     if min_block < 1 or max_block < min_block:
         raise ValueError(f"need 1 <= min_block <= max_block, got {min_block}, {max_block}")
-    cuts = [] if uniform else [b for b in sorted(set(boundaries)) if start < b <= frontier]
+    last = frontier - 1 if strict_frontier else frontier
+    cuts = [] if uniform else [b for b in sorted(set(boundaries)) if start < b <= last]
     events: list[tuple[int, int]] = []
     carry = start
     for b in cuts:
@@ -293,7 +357,11 @@ def contiguity_split(capacity: int, share: float) -> tuple[int, int]:
 
 
 def update_contiguity_buffer(
-    buffer: list[int], selected: list[int], sizes: list[int], capacity: int
+    buffer: list[int],
+    selected: list[int],
+    sizes: list[int],
+    capacity: int,
+    official: bool = False,
 ) -> list[int]:
     """The contiguity buffer (paper Sec. 3.4, brief Sec. 3.5.4), a queue kept across chunks.
 
@@ -302,6 +370,13 @@ def update_contiguity_buffer(
     nearest-capacity rule. If the new neighbours plus the old buffer fit, they are appended;
     otherwise the new neighbours replace the buffer and old entries are re-added, most recent
     first, while room remains.
+
+    ``official`` (``context_manager._update_contiguity_buffer``): the new neighbours are
+    reversed; no new neighbour leaves the buffer as it is; an empty buffer, or new neighbours
+    that reached the capacity, are replaced by them alone; otherwise they are appended when
+    old + new < capacity (strict), the old entries kept as they are (also ones now selected);
+    else old entries are re-added in front, most recent first, skipping new or selected ones,
+    until the running total crosses the capacity (nearest-capacity rule at the crossing).
     """
     taken = set(selected)
     candidates: list[int] = []
@@ -309,6 +384,8 @@ def update_contiguity_buffer(
         for n in (e + 1, e - 1):
             if 0 <= n < len(sizes) and n not in taken and n not in candidates:
                 candidates.append(n)
+    if official:
+        return _official_contiguity(buffer, candidates, taken, sizes, capacity)
     new = nearest_capacity(list(range(len(candidates))), [sizes[c] for c in candidates], capacity)
     new = [candidates[i] for i in new]
     old = [e for e in buffer if e not in taken and e not in new]
@@ -319,6 +396,40 @@ def update_contiguity_buffer(
         if sizes[e] <= room:
             result.insert(0, e)
             room -= sizes[e]
+    return result
+
+
+def _official_contiguity(
+    buffer: list[int], candidates: list[int], taken: set[int], sizes: list[int], capacity: int
+) -> list[int]:
+    """The official buffer update (see :func:`update_contiguity_buffer`, ``official``)."""
+    new, total, filled = [], 0, False
+    for c in candidates:  # the official walk: add, then undo at the crossing if farther
+        new.append(c)
+        total, before = total + sizes[c], total
+        if total >= capacity:
+            if abs(capacity - before) <= abs(total - capacity):
+                new.pop()
+                total = before
+            filled = True
+            break
+    new.reverse()
+    if not new:
+        return list(buffer)
+    if not buffer or filled:
+        return new
+    if sum(sizes[e] for e in buffer) + total < capacity:
+        return list(buffer) + new
+    result = list(new)
+    for e in reversed(buffer):
+        if e in result or e in taken or not 0 <= e < len(sizes):
+            continue
+        result.insert(0, e)
+        total, before = total + sizes[e], total
+        if total >= capacity:
+            if abs(capacity - before) <= abs(total - capacity):
+                result.pop(0)
+            break
     return result
 
 

@@ -26,6 +26,8 @@ from papers.em_llm.config import MemoryConfig, ModelConfig
 from papers.em_llm.memory import LayerMemory
 from papers.em_llm.method import (
     key_similarity,
+    next_token_surprise,
+    official_threshold_span,
     refine_boundaries,
     surprise_boundaries,
     token_surprise,
@@ -159,16 +161,62 @@ def refine_chunk_boundaries(
 ) -> list[int]:
     """The "M" variant online (brief Sec. 3.3): refine the chunk's new boundaries on the
     key-similarity graph of the chunk's tokens (prefixed by the tail after the last earlier
-    boundary when ``refine_with_buffer``), A summed over layers >= refine_from_layer."""
+    boundary when ``refine_with_buffer``), A summed over layers >= refine_from_layer.
+
+    ``official_refine`` (official ``em_llm.py``): the prefix is the tail after the last
+    boundary inside the previous c' tokens (c' = this chunk's length), only once the remainder
+    holds >= 2 c' tokens, else none; the refinement follows the official rules
+    (:func:`~papers.em_llm.method.refine_boundaries` with ``offset``).
+    """
     end = memories[0].length
     prefix = start
-    if cfg.refine_with_buffer:
+    if cfg.official_refine:
+        length = end - start
+        if cfg.refine_with_buffer and end - memories[0].rem_start >= 2 * length:
+            tail = [b for b in boundaries if start - length <= b < start]
+            prefix = tail[-1] if tail else start
+    elif cfg.refine_with_buffer:
         earlier = [b for b in boundaries if b < start]
         prefix = max(earlier[-1] if earlier else 0, memories[0].rem_start)
     keys = torch.stack([m.keys[:, prefix:end].float() for m in memories[cfg.refine_from_layer :]])
     adjacency = key_similarity(keys)  # (n, n)
-    refined = refine_boundaries(adjacency, [b - prefix for b in new], cfg.min_block, cfg.refine)
+    offset = start - prefix if cfg.official_refine else None
+    refined = refine_boundaries(
+        adjacency, [b - prefix for b in new], cfg.min_block, cfg.refine, offset
+    )
     return [b + prefix for b in refined]
+
+
+def chunk_boundaries(
+    memories: list[LayerMemory],
+    cfg: MemoryConfig,
+    surprise: Tensor,
+    boundaries: list[int],
+    start: int,
+    end: int,
+) -> list[int]:
+    """The shared boundaries after chunk [start, end) (brief Sec. 3.2-3.3): its surprise
+    boundaries (threshold per token, per chunk or the official window), refined when
+    ``cfg.refine``, merged into the earlier ``boundaries``. Called after every layer has
+    attended the chunk and before the memories' update."""
+    span = None
+    if cfg.official_threshold:
+        span = official_threshold_span(
+            start, end, cfg.n_local, cfg.n_init, memories[0].rem_start, cfg.refine is not None
+        )
+    new = surprise_boundaries(
+        surprise,
+        start,
+        end,
+        cfg.gamma,
+        cfg.threshold_window,
+        cfg.threshold_per_chunk,
+        cfg.official_shift,
+        span,
+    )
+    if cfg.refine is not None and new:
+        new = refine_chunk_boundaries(memories, cfg, boundaries, new, start)
+    return sorted(set(boundaries) | set(new))
 
 
 @torch.no_grad()
@@ -218,7 +266,10 @@ def read_document(
                 .float()
                 .cpu()
             )
-            if previous_logits is None:
+            if cfg.official_shift:  # official labels input_ids[s + 1: e + 1], from this chunk
+                hi = min(e + 1, ids.numel())  # (none for the last token and generated ones)
+                surprise[s + 1 : hi] = next_token_surprise(logits, ids[s + 1 : hi])
+            elif previous_logits is None:
                 surprise[s + 1 : e] = token_surprise(logits, ids[s:e])
             else:
                 surprise[s:e] = token_surprise(
@@ -226,18 +277,7 @@ def read_document(
                 )
             previous_logits = logits[-1]
             if detect:
-                new = surprise_boundaries(
-                    surprise,
-                    s,
-                    e,
-                    cfg.gamma,
-                    cfg.threshold_window,
-                    cfg.threshold_per_chunk,
-                    cfg.official_shift,
-                )
-                if cfg.refine is not None and new:
-                    new = refine_chunk_boundaries(memories, cfg, boundaries, new, s)
-                boundaries = sorted(set(boundaries) | set(new))
+                boundaries = chunk_boundaries(memories, cfg, surprise, boundaries, s, e)
             for memory in memories:
                 memory.update(boundaries)
             if not spans and len(generated) < max_new_tokens:  # greedy decoding, c = 1

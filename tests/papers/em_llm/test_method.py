@@ -55,9 +55,10 @@ def test_boundaries_are_tokens_above_the_past_window_threshold():
     s2 = s.clone()
     s2[7] = 100.0
     assert 5 in surprise_boundaries(s2, 3, 10, gamma, window)
-    assert surprise_boundaries(s, 3, 10, gamma, window, official_shift=True) == [
-        b - 1 for b in expected
-    ]
+    # official alignment: position t holds s_{t+1} (tests/papers/em_llm/test_official.py)
+    shifted = torch.cat([s[1:], torch.tensor([float("nan")])])
+    official = surprise_boundaries(s, 3, 10, gamma, window, official_shift=True)
+    assert official == surprise_boundaries(shifted, 3, 10, gamma, window)
 
 
 def test_per_chunk_threshold_uses_the_window_before_the_chunk():
