@@ -88,10 +88,12 @@ class EvalConfig:
 
 @dataclass
 class Config(ExperimentConfig):
-    # pca | matryoshka (trained, random rank per head) | fixed_rank (ablation)
-    methods: list[str] = field(default_factory=lambda: ["pca", "matryoshka", "fixed_rank"])
+    # pca | matryoshka (trained, random rank per head) | fixed_rank (ablation) |
+    # matryoshka_searched (the matryoshka student at greedy heterogeneous ranks, Sec. 3.5)
+    methods: list[str] = field(
+        default_factory=lambda: ["pca", "matryoshka", "fixed_rank", "matryoshka_searched"]
+    )
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
-    search: bool = True  # also run the greedy heterogeneous search (report only)
     model: ModelConfig = field(default_factory=ModelConfig)
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)

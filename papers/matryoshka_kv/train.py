@@ -48,7 +48,7 @@ from shared.records import Results
 from shared.runtime import make_accelerator
 from shared.seeding import seed_everything
 
-METHODS = ("pca", "matryoshka", "fixed_rank")
+METHODS = ("pca", "matryoshka", "fixed_rank", SEARCHED)
 
 
 class Corpus:
@@ -263,7 +263,7 @@ def run(cfg: Config, out_dir: Path) -> Results:
         out_dir / "metrics.jsonl", cfg.loop.console_every_s, accelerator.is_main_process
     )
     per_seed: dict[int, tuple] = {}
-    searched: dict[int, dict[str, float]] = {}
+    students: dict[int, torch.nn.Module] = {}  # seed -> the MatryoshkaKV-trained student
 
     def prepared(seed: int):
         if seed not in per_seed:
@@ -273,24 +273,53 @@ def run(cfg: Config, out_dir: Path) -> Results:
             per_seed[seed] = (teacher, pca_projections(teacher, corpus, cfg, seed))
         return per_seed[seed]
 
+    def matryoshka_student(seed: int):
+        """The MatryoshkaKV run's student, trained once per seed (or resumed from its finished
+        checkpoint) and shared by the ``matryoshka`` row and the search."""
+        if seed not in students:
+            teacher, pca = prepared(seed)
+            run_dir = out_dir / "runs" / f"matryoshka-s{seed}"
+            students[seed] = train_projections(
+                "matryoshka",
+                teacher,
+                copy.deepcopy(pca),
+                corpus,
+                cfg,
+                seed,
+                run_dir,
+                accelerator,
+                logger,
+            ).eval()
+        return students[seed]
+
     def train_one(method: str, seed: int, run_dir: Path) -> RunOutput:
         teacher, pca = prepared(seed)
-        projections = copy.deepcopy(pca)
+        n_layers, n_heads, d = pca.n_layers, pca.n_heads, pca.head_dim
+        batches = corpus.batches(cfg.eval.n_sequences, cfg.eval.batch_size, f"eval-{seed}")
+        if method == SEARCHED:  # greedy heterogeneous ranks of the MatryoshkaKV student
+            student = matryoshka_student(seed)
+            return RunOutput(
+                metrics=search_ranks(
+                    teacher, student, n_layers, n_heads, d, corpus, cfg, seed, batches
+                )
+            )
         if method == "pca":
-            student = attach_projections(copy.deepcopy(teacher), projections)
+            student = attach_projections(copy.deepcopy(teacher), copy.deepcopy(pca)).eval()
+        elif method == "matryoshka":
+            student = matryoshka_student(seed)
         else:
             student = train_projections(
-                method, teacher, projections, corpus, cfg, seed, run_dir, accelerator, logger
-            )
-        student.eval()
-        batches = corpus.batches(cfg.eval.n_sequences, cfg.eval.batch_size, f"eval-{seed}")
-        n_layers, n_heads, d = pca.n_layers, pca.n_heads, pca.head_dim
+                method,
+                teacher,
+                copy.deepcopy(pca),
+                corpus,
+                cfg,
+                seed,
+                run_dir,
+                accelerator,
+                logger,
+            ).eval()
         metrics = evaluate_ranks(teacher, student, n_layers, n_heads, cfg.eval.ranks, batches)
-        if method == "matryoshka" and cfg.search:
-            searched[seed] = search_ranks(
-                teacher, student, n_layers, n_heads, d, corpus, cfg, seed, batches
-            )
-            metrics.update({f"searched_{k}": v for k, v in searched[seed].items()})
         return RunOutput(
             metrics=metrics, curves={"kl_by_rank": [metrics[f"kl_r{r}"] for r in cfg.eval.ranks]}
         )
@@ -304,14 +333,6 @@ def run(cfg: Config, out_dir: Path) -> Results:
         progress=cfg.runtime.progress,
         logger=logger,
     )
-    if "matryoshka" in results and cfg.search:  # the searched ranks as their own row
-        m = results["matryoshka"]
-        results[SEARCHED] = {
-            k.removeprefix("searched_"): v for k, v in m.items() if k.startswith("searched_")
-        }
-        for k in list(m):
-            if k.startswith("searched_"):
-                del m[k]
     if accelerator.is_main_process:
         plot(curves, cfg, out_dir / "kl_by_budget.png")
     return results
@@ -323,6 +344,8 @@ def plot(curves, cfg: Config, path: Path) -> None:
     budgets = np.asarray(cfg.eval.ranks) / d
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
     for method, c in curves.items():
+        if "kl_by_rank" not in c:  # the searched row is one budget, not a curve
+            continue
         values = np.asarray(c["kl_by_rank"])  # (S, R)
         mean = values.mean(0)
         (line,) = ax.plot(budgets, np.maximum(mean, 1e-8), marker="o", label=LABELS.get(method))
