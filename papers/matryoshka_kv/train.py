@@ -273,23 +273,18 @@ def run(cfg: Config, out_dir: Path) -> Results:
             per_seed[seed] = (teacher, pca_projections(teacher, corpus, cfg, seed))
         return per_seed[seed]
 
+    def trained_student(method: str, seed: int, run_dir: Path):
+        teacher, pca = prepared(seed)
+        return train_projections(
+            method, teacher, copy.deepcopy(pca), corpus, cfg, seed, run_dir, accelerator, logger
+        ).eval()
+
     def matryoshka_student(seed: int):
         """The MatryoshkaKV run's student, trained once per seed (or resumed from its finished
         checkpoint) and shared by the ``matryoshka`` row and the search."""
         if seed not in students:
-            teacher, pca = prepared(seed)
             run_dir = out_dir / "runs" / f"matryoshka-s{seed}"
-            students[seed] = train_projections(
-                "matryoshka",
-                teacher,
-                copy.deepcopy(pca),
-                corpus,
-                cfg,
-                seed,
-                run_dir,
-                accelerator,
-                logger,
-            ).eval()
+            students[seed] = trained_student("matryoshka", seed, run_dir)
         return students[seed]
 
     def train_one(method: str, seed: int, run_dir: Path) -> RunOutput:
@@ -308,17 +303,7 @@ def run(cfg: Config, out_dir: Path) -> Results:
         elif method == "matryoshka":
             student = matryoshka_student(seed)
         else:
-            student = train_projections(
-                method,
-                teacher,
-                copy.deepcopy(pca),
-                corpus,
-                cfg,
-                seed,
-                run_dir,
-                accelerator,
-                logger,
-            ).eval()
+            student = trained_student(method, seed, run_dir)
         metrics = evaluate_ranks(teacher, student, n_layers, n_heads, cfg.eval.ranks, batches)
         return RunOutput(
             metrics=metrics, curves={"kl_by_rank": [metrics[f"kl_r{r}"] for r in cfg.eval.ranks]}
