@@ -100,8 +100,28 @@ def exp3m_probabilities(
     # Step 1.1
     tau = (1.0 / K - gamma / n) / (1.0 - gamma)
 
-    # Step 1.2: the scan over sorted weights, in log space.
     log_w = log_weights - log_weights.max()  # (n,) Sec. 3.6 shift: the largest weight is 1
+
+    # Step 1.3 first, as the official code does: with max w = 1, no arm is capped iff
+    # tau * sum(w) > 1 (the scan's i = 0 test). Most steps end here, without the O(n log n)
+    # sort; the result is the one the scan gives with n_capped = 0, bit for bit.
+    w = np.exp(log_w)  # (n,) w up to the common factor e^{-max}
+    w_sum = w.sum()
+    if tau * w_sum > 1.0:
+        p = K * ((1.0 - gamma) * w / w_sum + gamma / n)  # (n,) step 1.4
+        np.minimum(p, 1.0, out=p)
+        return p, np.zeros(n, dtype=bool)
+
+    return _exp3m_scan(log_w, K, gamma, tau)
+
+
+def _exp3m_scan(
+    log_w: np.ndarray, K: int, gamma: float, tau: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Steps 1.2-1.4 of :func:`exp3m_probabilities` by the sorted scan, for shifted
+    log-weights `log_w` (max 0) and threshold `tau`; covers the no-capping case as well."""
+    n = log_w.shape[0]
+    # Step 1.2: the scan over sorted weights, in log space.
     order = np.argsort(-log_w, kind="stable")  # (n,) indices, largest weight first
     log_w_sorted = log_w[order]  # (n,) log w_(i)
     log_suffix = np.logaddexp.accumulate(log_w_sorted[::-1])[::-1]  # (n,) log S_i

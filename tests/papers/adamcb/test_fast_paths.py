@@ -232,3 +232,24 @@ def test_norms_leave_the_model_as_they_found_it():
     assert all(p.grad is None for p in model.parameters())
     assert all(not m._forward_hooks for m in model.modules())
     torch.testing.assert_close(model(x).detach(), before, rtol=0.0, atol=0.0)
+
+
+def test_exp3m_no_cap_shortcut_equals_the_sorted_scan_bit_for_bit():
+    """The O(n) shortcut taken when no arm is capped gives the scan's p exactly, and capped
+    cases still go through the scan."""
+    from papers.adamcb.method import _exp3m_scan
+
+    rng = np.random.default_rng(0)
+    shortcut = capped_cases = 0
+    for _ in range(400):
+        n = int(rng.integers(5, 300))
+        K, gamma = int(rng.integers(1, n)), float(rng.uniform(0.05, 0.95))
+        log_weights = rng.normal(0.0, float(rng.choice([0.01, 0.5, 3.0, 30.0])), n)
+        tau = (1.0 / K - gamma / n) / (1.0 - gamma)
+        p, capped = exp3m_probabilities(log_weights, K, gamma)
+        p_scan, capped_scan = _exp3m_scan(log_weights - log_weights.max(), K, gamma, tau)
+        np.testing.assert_array_equal(p, p_scan)
+        np.testing.assert_array_equal(capped, capped_scan)
+        shortcut += not capped.any()
+        capped_cases += capped.any()
+    assert shortcut > 50 and capped_cases > 50  # both paths exercised
