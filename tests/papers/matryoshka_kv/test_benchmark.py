@@ -1,12 +1,27 @@
-"""The cache-memory and speed benchmark runs and confirms bytes/token = r / d x full."""
+"""The cache-memory and decode-speed benchmark runs at its smallest size, confirms bytes = budget
+x full, and writes its results (structure only: never wall time)."""
 
 from __future__ import annotations
 
+import json
+
 from tests.helpers import load_benchmark
 
+SMALLEST = ["--prompt", "8", "--new", "4", "--batch", "2", "--repeats", "1", "--decode", "2"]
 
-def test_benchmark_measures_exact_cache_ratios(capsys):
+
+def test_benchmark_measures_exact_cache_ratios(capsys, tmp_path):
     benchmark = load_benchmark("matryoshka_kv")
-    assert benchmark.main(["--prompt", "8", "--new", "4", "--batch", "2", "--repeats", "1"]) == 0
-    out = capsys.readouterr().out
-    assert "bytes per token equal r / d of the full cache at every rank: True" in out
+    out = tmp_path / "benchmark.json"
+    argv = [*SMALLEST, "--models", "tiny", "--contexts", "16", "32", "--sweep-repeats", "1"]
+    assert benchmark.main([*argv, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "bytes per token equal r / d of the full cache at every rank: True" in printed
+    assert "cache bytes = budget x full at every context and budget: True" in printed
+    record = json.loads(out.read_text())["results"]
+    rows = record["sweeps"][0]["rows"]
+    assert {(r["context"], r["budget"]) for r in rows if r["cache"] == "matryoshka"} == {
+        (s, b) for s in (16, 32) for b in benchmark.PAPER_BUDGETS
+    }
+    assert all(r["kv_ratio"] == r["budget"] for r in rows)
+    assert (tmp_path / "benchmark.png").is_file()
