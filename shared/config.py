@@ -44,6 +44,10 @@ class RuntimeConfig:
     # seed gives the committed numbers anywhere; native: each library picks its kernels for
     # this CPU (faster on AVX-512 machines; the numbers are then this machine's own).
     float_path: str = "pinned"
+    # (method, seed) runs at once, each in its own forked process with num_threads threads
+    # (shared/experiment.py): 2 uses both cores of a 2-core machine; the numbers are unchanged.
+    # CPU only; the claim checks force 1 so that their CPU budget measures one process.
+    workers: int = 1
 
 
 @dataclass

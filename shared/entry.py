@@ -38,6 +38,7 @@ from shared.config import (
     to_container,
     to_object,
 )
+from shared.experiment import parallel_runs
 from shared.records import git_commit, package_versions, read_json, summarise, write_json
 from shared.runtime import process_state, shutdown_process_group
 from shared.tables import results_table, verdict_table
@@ -85,8 +86,14 @@ def execute(
         _guard_run_folder(out_dir, resolved, resume=cfg.resume)
     state.wait_for_everyone()
 
+    if cfg.runtime.workers > 1 and (cfg.runtime.device != "cpu" or state.num_processes > 1):
+        raise ValueError(
+            f"runtime.workers={cfg.runtime.workers} forks CPU processes; use 1 with "
+            f"device={cfg.runtime.device} or {state.num_processes} launched processes"
+        )
     start = time.perf_counter()
-    results = train.run(cfg, out_dir)
+    with parallel_runs(cfg.runtime.workers):
+        results = train.run(cfg, out_dir)
     wall_time = time.perf_counter() - start
 
     summary = summarise(results, cfg.seeds)
@@ -183,7 +190,8 @@ def check_claims(
     methods: list[str] | None = None,
 ) -> dict[str, Any]:
     """Run the paper's claim experiment in-process (toy scale, the claims' methods and seeds,
-    or the given subsets)."""
+    or the given subsets), in this process alone (``runtime.workers=1``: the claim's CPU
+    budget then measures one process, and pytest's workers are not forked)."""
     _, claims = paper_modules(slug)
     seeds = list(claims.SEEDS if seeds is None else seeds)
     methods = list(claims.METHODS if methods is None else methods)
@@ -191,6 +199,7 @@ def check_claims(
         f"scale={claims.SCALE}",
         f"methods=[{','.join(methods)}]",
         f"seeds=[{','.join(map(str, seeds))}]",
+        "runtime.workers=1",
         *overrides,
     ]
     cfg_dict = compose_dict(slug, claims.SCALE, overrides[1:])

@@ -1,8 +1,11 @@
-"""The (method x seed) grid every paper's toy experiment runs, with per-run resume."""
+"""The (method x seed) grid every paper's toy experiment runs, with per-run resume, in one
+process or in ``runtime.workers`` forked processes (one run each at a time)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import multiprocessing
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +44,65 @@ def enabled_settings(settings: dict) -> dict:
 # method -> curve name -> one list per seed
 Curves = dict[str, dict[str, list[list[float]]]]
 
+# Processes that run_grid may use; set for one experiment by :func:`parallel_runs`.
+_workers = 1
+# The grid's run function and arguments, inherited by forked workers (closures do not pickle).
+_forked_job: tuple[Callable[[str, int, Path], RunOutput], Path, MetricsLogger | None] | None = None
+
+
+@contextmanager
+def parallel_runs(workers: int) -> Iterator[None]:
+    """Let :func:`run_grid` run up to ``workers`` (method, seed) runs at once, in forked
+    processes, while the block runs (``shared.entry`` wraps each experiment in it with
+    ``runtime.workers``). Every run is seeded by its own (method, seed), one thread each, so the
+    numbers are the same as in one process; only the order of ``metrics.jsonl`` lines differs."""
+    global _workers
+    if workers < 1:
+        raise ValueError(f"runtime.workers must be >= 1, got {workers}")
+    saved, _workers = _workers, workers
+    try:
+        yield
+    finally:
+        _workers = saved
+
+
+def _finish(method: str, seed: int) -> None:
+    """One run in a forked worker: train, then leave ``final.json`` for the parent."""
+    assert _forked_job is not None
+    train_one, out_dir, logger = _forked_job
+    run_dir = Path(out_dir) / "runs" / f"{method}-s{seed}"
+    output = train_one(method, seed, run_dir)
+    write_json({"metrics": output.metrics, "curves": output.curves}, run_dir / FINAL_NAME)
+    if logger is not None:
+        logger.log({"method": method, "seed": seed, "final": True, **output.metrics})
+
+
+def _run_forked(
+    pending: list[tuple[str, int]],
+    out_dir: Path,
+    train_one: Callable[[str, int, Path], RunOutput],
+    logger: MetricsLogger | None,
+    progress: bool,
+) -> None:
+    """Run the pending pairs in ``_workers`` forked processes (Linux/macOS ``fork``)."""
+    global _forked_job
+    _forked_job = (train_one, out_dir, logger)
+    try:
+        context = multiprocessing.get_context("fork")
+        with context.Pool(min(_workers, len(pending)), maxtasksperchild=1) as pool:
+            jobs = pool.starmap_async(_finish, pending, chunksize=1)
+            with tqdm(total=len(pending), desc="runs", disable=not progress) as bar:
+                done = 0
+                while not jobs.ready():
+                    jobs.wait(1.0)
+                    finished = sum((Path(out_dir) / "runs" / f"{m}-s{s}" / FINAL_NAME).exists()
+                                   for m, s in pending)  # fmt: skip
+                    bar.update(finished - done)
+                    done = finished
+            jobs.get()  # re-raises a worker's exception here
+    finally:
+        _forked_job = None
+
 
 def run_grid(
     methods: list[str],
@@ -57,13 +119,20 @@ def run_grid(
     Each pair gets ``out_dir/runs/<method>-s<seed>/``; a finished run leaves ``final.json``
     there and is read back instead of retrained, and an interrupted one resumes from the
     checkpoint its loop left (see :func:`shared.loop.fit`). With a ``logger``, the final
-    metrics of every newly finished run are logged too.
+    metrics of every newly finished run are logged too. Inside :func:`parallel_runs` with
+    more than one worker, the unfinished pairs run first in forked processes, then every
+    pair is read back from its ``final.json`` in the same order.
     """
     if not methods or not seeds:
         raise ValueError("methods and seeds must both be non-empty")
     results: Results = {m: {} for m in methods}
     curves: Curves = {m: {} for m in methods}
     pairs = [(m, s) for m in methods for s in seeds]
+    pending = [
+        (m, s) for m, s in pairs if not (Path(out_dir) / "runs" / f"{m}-s{s}" / FINAL_NAME).exists()
+    ]
+    if _workers > 1 and len(pending) > 1 and is_main_process:
+        _run_forked(pending, Path(out_dir), train_one, logger, progress)
     for method, seed in tqdm(pairs, desc="runs", disable=not (progress and is_main_process)):
         run_dir = Path(out_dir) / "runs" / f"{method}-s{seed}"
         final_path = run_dir / FINAL_NAME
