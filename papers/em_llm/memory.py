@@ -17,6 +17,12 @@ positions inside that buffer and the mask 0 <= i - j < n_local; global keys = re
 (temporal order) + init + the remainder with the mask i - j >= n_local, all at one relative
 distance (query rotated at position n_local - 1, keys not rotated; ``global_positions="true"``
 rotates both at their true positions instead); one softmax over [global | local] logits.
+
+Cost (``benchmark.py``): keys, values, scores and representative keys live in buffers that
+grow by doubling (no copy of the whole memory per chunk); the remainder columns that no query
+of the chunk can attend (the last n_local) are not computed, in whole groups of 8 so the
+softmax's vector sums and the toy's metrics stay bit-identical; retrieval ranks only the
+top ``capacity // min_size + 1`` events (the nearest-capacity walk never reads further).
 """
 
 from __future__ import annotations
@@ -34,6 +40,9 @@ from papers.em_llm.method import (
     similarity_retrieval,
     update_contiguity_buffer,
 )
+
+LANES = 8  # float lanes of the softmax's vector sums (AVX2): masked columns dropped in 8s
+MIN_COLUMNS = 16  # global logit columns always computed (see LayerMemory.attend)
 
 # positions (n,) -> (cos, sin), each (n, d): the base model's own rotary embedding
 Rotary = Callable[[Tensor], tuple[Tensor, Tensor]]
@@ -72,18 +81,82 @@ class LayerMemory:
             )
         self.cfg, self.rotary, self.scaling, self.groups = cfg, rotary, scaling, groups
         self.sliding_window = sliding_window
-        self.keys: Tensor | None = None  # (H_kv, T, d) un-rotated
-        self.values: Tensor | None = None  # (H_kv, T, d)
-        self.scores: Tensor | None = None  # (H, T) representative scores
+        self._keys: Tensor | None = None  # (H_kv, capacity, d) un-rotated; first `length` used
+        self._values: Tensor | None = None  # (H_kv, capacity, d)
+        self._scores: Tensor | None = None  # (H, capacity) representative scores
         self.length = 0
         self.init_end = 0  # init tokens are [0, init_end)
         self.rem_start = 0
         self.events: list[tuple[int, int]] = []
-        self.representatives: list[Tensor] = []  # (H * d,) each
+        self.sizes: list[int] = []  # event sizes (e - b)
+        self.stored = 0  # tokens in events: sum(sizes)
+        self.min_size = 0  # smallest event
+        self._reps: Tensor | None = None  # (capacity, H * d) representative keys
         self.contiguity_buffer: list[int] = []
         self.retrieved: list[int] = []  # events attended by the last chunk
         self.peak_keys = 0  # most distinct keys held in one chunk's attention
         self._local_cos_sin: tuple[Tensor, Tensor] | None = None
+        self._local_masks: dict[tuple[int, int], Tensor] = {}
+
+    # ---------------------------------------------------------------- storage
+
+    @property
+    def keys(self) -> Tensor | None:
+        """(H_kv, T, d) un-rotated keys of every token read."""
+        return None if self._keys is None else self._keys[:, : self.length]
+
+    @property
+    def values(self) -> Tensor | None:
+        return None if self._values is None else self._values[:, : self.length]
+
+    @property
+    def scores(self) -> Tensor | None:
+        """(H, T) representative scores (local attention received)."""
+        return None if self._scores is None else self._scores[:, : self.length]
+
+    @property
+    def representatives(self) -> Tensor:
+        """(E, H * d) representative keys of the stored events."""
+        if self._reps is None:
+            return torch.zeros(0, 0)
+        return self._reps[: len(self.events)]
+
+    @staticmethod
+    def _grown(buffer: Tensor | None, used: int, needed: int, shape, dim: int, dtype) -> Tensor:
+        """``buffer`` (``shape`` with any size along ``dim``) with room for ``needed``
+        entries along ``dim``, doubled when short; its first ``used`` entries kept."""
+        if buffer is not None and buffer.shape[dim] >= needed:
+            return buffer
+        full = list(shape)
+        full[dim] = max(needed, 2 * (0 if buffer is None else buffer.shape[dim]), 64)
+        grown = torch.zeros(full, dtype=dtype)
+        if buffer is not None and used:
+            grown.narrow(dim, 0, used).copy_(buffer.narrow(dim, 0, used))
+        return grown
+
+    def _append(self, k: Tensor, v: Tensor, heads: int) -> None:
+        """Store a chunk's un-rotated keys, values and zero scores."""
+        used, end = self.length, self.length + k.shape[1]
+        shape = (k.shape[0], 0, k.shape[2])
+        self._keys = self._grown(self._keys, used, end, shape, 1, k.dtype)
+        self._values = self._grown(self._values, used, end, shape, 1, v.dtype)
+        self._scores = self._grown(self._scores, used, end, (heads, 0), 1, torch.float32)
+        self._keys[:, used:end] = k
+        self._values[:, used:end] = v
+        self._scores[:, used:end] = 0.0
+        self.length = end
+
+    def add_event(self, begin: int, end: int, representative: Tensor) -> None:
+        """Store event [begin, end) with its (H * d,) representative key."""
+        count = len(self.events)
+        self._reps = self._grown(
+            self._reps, count, count + 1, (0, representative.numel()), 0, representative.dtype
+        )
+        self._reps[count] = representative
+        self.events.append((begin, end))
+        self.sizes.append(end - begin)
+        self.stored += end - begin
+        self.min_size = end - begin if count == 0 else min(self.min_size, end - begin)
 
     # ---------------------------------------------------------------- helpers
 
@@ -103,6 +176,15 @@ class LayerMemory:
             self._local_cos_sin = self._cos_sin(torch.arange(size))
         return self._local_cos_sin
 
+    def _local_blocked(self, offset: int, width: int, chunk: int) -> Tensor:
+        """(c, width) True where the local mask 0 <= i - j < n_local fails; queries sit at
+        buffer positions offset..offset + c - 1 (cached: it depends on these three only)."""
+        key = (offset, width)
+        if key not in self._local_masks:
+            distance = torch.arange(offset, offset + chunk)[:, None] - torch.arange(width)[None]
+            self._local_masks[key] = (distance < 0) | (distance >= self.cfg.n_local)
+        return self._local_masks[key]
+
     def one_angle_query(self, q: Tensor) -> Tensor:
         """Queries rotated at position n_local - 1: every global key sits at one distance."""
         cos, sin = self._local_table(self.cfg.n_local)
@@ -118,22 +200,27 @@ class LayerMemory:
         """Events this chunk attends (brief Sec. 3.5), in temporal order. q: (H, c, d)."""
         if not self.events:
             return []
-        sizes = [e - b for b, e in self.events]
         capacity = self.capacity()
         official = self.cfg.official_contiguity
         fits = capacity  # official +C: "all fit" is tested against the similarity share
         if capacity is not None and self.cfg.contiguity and official:
             fits = contiguity_split(capacity, self.cfg.contiguity_share)[0]
-        if capacity is None or sum(sizes) <= fits:
+        if capacity is None or self.stored <= fits:
             return list(range(len(self.events)))
         query = self.one_angle_query(q).mean(1).reshape(-1)  # (H * d,), this chunk's queries
-        representatives = torch.stack(self.representatives)  # (E, H * d)
+        representatives = self.representatives  # (E, H * d)
         if not self.cfg.contiguity:
-            return sorted(similarity_retrieval(query, representatives, sizes, capacity))
+            return sorted(
+                similarity_retrieval(
+                    query, representatives, self.sizes, capacity, self.stored, self.min_size
+                )
+            )
         similar_cap, contiguous_cap = contiguity_split(capacity, self.cfg.contiguity_share)
-        selected = similarity_retrieval(query, representatives, sizes, similar_cap)
+        selected = similarity_retrieval(
+            query, representatives, self.sizes, similar_cap, self.stored, self.min_size
+        )
         self.contiguity_buffer = update_contiguity_buffer(
-            self.contiguity_buffer, selected, sizes, contiguous_cap, official
+            self.contiguity_buffer, selected, self.sizes, contiguous_cap, official
         )
         # a set: an official stale buffer entry also selected is not loaded twice (README)
         return sorted(set(selected) | set(self.contiguity_buffer))
@@ -152,59 +239,75 @@ class LayerMemory:
         cfg = self.cfg
         dtype = q.dtype
         q = q.float()
-        if self.keys is None:
-            self.keys, self.values = k, v
-            self.scores = q.new_zeros(q.shape[0], k.shape[1])
-        else:
-            self.keys = torch.cat([self.keys, k], dim=1)
-            self.values = torch.cat([self.values, v], dim=1)
-            self.scores = torch.cat([self.scores, q.new_zeros(q.shape[0], k.shape[1])], dim=1)
-        s, e = self.length, self.length + k.shape[1]
-        self.length = e
-        query_pos = torch.arange(s, e)
+        self._append(k, v, q.shape[0])
+        s = self.length - k.shape[1]
+        e = self.length
+        keys, values = self._keys, self._values
 
         # local part: RoPE at positions inside the buffer [s - n_local, e)
         local_start = max(0, s - cfg.n_local)
-        cos, sin = self._local_table(e - local_start)
-        local_keys = self._expand(self.keys[:, local_start:e]).float()
-        local_logits = rotate(
-            q, cos[s - local_start : e - local_start], sin[s - local_start : e - local_start]
-        ) @ rotate(local_keys, cos[: e - local_start], sin[: e - local_start]).transpose(
-            -1, -2
+        width = e - local_start
+        cos, sin = self._local_table(width)
+        local_keys = self._expand(keys[:, local_start:e]).float()
+        offset = s - local_start
+        local_logits = rotate(q, cos[offset : offset + e - s], sin[offset : offset + e - s]) @ (
+            rotate(local_keys, cos[:width], sin[:width]).transpose(-1, -2)
         )  # (H, c, n_loc)
-        distance = query_pos[:, None] - torch.arange(local_start, e)[None, :]
-        local_mask = (distance >= 0) & (distance < cfg.n_local)
 
-        # global part: retrieved events + init + remainder older than the window
+        # global part: retrieved events + init + the remainder older than the window. The
+        # remainder's last min(n_local, e - rem_start) tokens are masked for every query of
+        # the chunk (i - j < n_local): they are dropped in whole groups of LANES, so every
+        # kept logit keeps its lane in the softmax's vector sums (exact zeros dropped).
         self.retrieved = self.retrieve(q)
         ranges = [self.events[i] for i in self.retrieved] + [(0, self.init_end)]
         always = torch.cat([torch.arange(b, e_) for b, e_ in ranges])
-        remainder = torch.arange(self.rem_start, e)
+        unseen = min(cfg.n_local, e - self.rem_start)
+        # at least MIN_COLUMNS global columns stay: a narrower product (MKL's small-matrix
+        # path) sums each logit in another order
+        n_full = always.numel() + e - self.rem_start
+        dropped = min(unseen, max(0, n_full - MIN_COLUMNS)) // LANES * LANES
+        remainder = torch.arange(self.rem_start, e - dropped)
         index = torch.cat([always, remainder])
-        global_keys = self._expand(self.keys[:, index]).float()  # (H, G, d)
+        global_keys = self._expand(keys[:, index]).float()  # (H, G, d)
+        query_pos = None
         if cfg.global_positions == "one_angle":
             global_logits = self.one_angle_query(q) @ global_keys.transpose(-1, -2)
         else:  # true positions: exact full attention when nothing is evicted or dropped
+            query_pos = torch.arange(s, e)
             qc, qs = self._cos_sin(query_pos)
             kc, ks = self._cos_sin(index)
             global_logits = rotate(q, qc, qs) @ rotate(global_keys, kc, ks).transpose(-1, -2)
-        far = (query_pos[:, None] - remainder[None, :]) >= cfg.n_local
-        global_mask = torch.cat([torch.ones(len(query_pos), len(always), dtype=torch.bool), far], 1)
 
         # one softmax over [global | local]
         logits = torch.cat([global_logits, local_logits], dim=-1) * self.scaling
-        mask = torch.cat([global_mask, local_mask], dim=-1)
-        probs = torch.softmax(logits.masked_fill(~mask, float("-inf")), dim=-1)  # (H, c, G + L)
-        n_global = index.numel()
-        values = torch.cat(
-            [self._expand(self.values[:, index]), self._expand(self.values[:, local_start:e])], 1
+        n_always, n_global = always.numel(), index.numel()
+        if remainder.numel():
+            far = torch.arange(s, e)[:, None] - remainder[None, :] < cfg.n_local  # blocked
+            logits[..., n_always:n_global].masked_fill_(far, float("-inf"))
+        logits[..., n_global:].masked_fill_(
+            self._local_blocked(offset, width, e - s), float("-inf")
         )
-        out = probs @ values.float()
+        probs = torch.softmax(logits, dim=-1)  # (H, c, G + L)
+        # the value product at the full width (dropped columns: probability and value 0), so
+        # the matrix product sums in the order of the full computation (bit-identical)
+        heads, chunk = probs.shape[:2]
+        padded = probs.new_zeros(heads, chunk, probs.shape[-1] + dropped)
+        padded[..., :n_global] = probs[..., :n_global]
+        padded[..., n_global + dropped :] = probs[..., n_global:]
+        values = torch.cat(
+            [
+                self._expand(values[:, index]),
+                values.new_zeros(heads, dropped, values.shape[-1]),
+                self._expand(values[:, local_start:e]),
+            ],
+            1,
+        )
+        out = padded @ values.float()
         # representative scores: local attention received, summed over this chunk's queries
-        self.scores[:, local_start:e] += probs[..., n_global:].sum(1)
+        self._scores[:, local_start:e] += probs[..., n_global:].sum(1)
         # distinct keys held (the remainder's columns that overlap the local buffer are the
         # same tokens): init + retrieved events + everything from the remainder start on
-        held = always.numel() + e - min(self.rem_start, local_start)
+        held = n_always + e - min(self.rem_start, local_start)
         self.peak_keys = max(self.peak_keys, held)
         return out.to(dtype)
 
@@ -212,7 +315,8 @@ class LayerMemory:
 
     def update(self, boundaries: list[int]) -> None:
         """Evict tokens that left the local window; store events at the shared ``boundaries``
-        (brief Sec. 3.4). Called once per chunk, after the model's forward pass."""
+        (brief Sec. 3.4; only those after ``rem_start`` matter). Called once per chunk, after
+        the model's forward pass."""
         cfg = self.cfg
         frontier = self.length - cfg.n_local
         if frontier <= 0:
@@ -232,8 +336,5 @@ class LayerMemory:
             cfg.official_frontier,
         )
         for b, e in events:
-            keys = self._expand(self.keys[:, b:e]).float()
-            self.representatives.append(
-                representative_key(keys, self.scores[:, b:e], cfg.repr_topk)
-            )
-            self.events.append((b, e))
+            keys = self._expand(self._keys[:, b:e]).float()
+            self.add_event(b, e, representative_key(keys, self._scores[:, b:e], cfg.repr_topk))

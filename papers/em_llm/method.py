@@ -78,8 +78,28 @@ def surprise_boundaries(
     Returns:
         Sorted absolute positions.
     """
-    if official_shift:
-        surprise = torch.cat([surprise[1:], surprise.new_full((1,), float("nan"))])
+    # only [base, end) is read: the chunk, its threshold windows (or the span)
+    base = min(start, span[0]) if span is not None else max(0, start - window)
+    shift = 1 if official_shift else 0
+    local = surprise[base + shift : end + shift]
+    if local.numel() < end - base:  # the official shift reads one past the last token
+        local = torch.cat([local, local.new_full((end - base - local.numel(),), float("nan"))])
+    if span is not None:
+        span = (span[0] - base, span[1] - base)
+    found = _surprise_boundaries(local, start - base, end - base, gamma, window, per_chunk, span)
+    return [b + base for b in found]
+
+
+def _surprise_boundaries(
+    surprise: Tensor,
+    start: int,
+    end: int,
+    gamma: float,
+    window: int,
+    per_chunk: bool,
+    span: tuple[int, int] | None,
+) -> list[int]:
+    """:func:`surprise_boundaries` on a slice (no shift); positions relative to the slice."""
     values = surprise[start:end]
     if span is not None:
         past = surprise[span[0] : span[1]]
@@ -88,12 +108,10 @@ def surprise_boundaries(
             return []
         surprising = values > past.mean() + gamma * past.std()
         return (torch.nonzero(surprising).flatten() + start).tolist()
-    if per_chunk:
-        past_ends = torch.full((end - start,), start)
-    else:
-        past_ends = torch.arange(start, end)
+    # per chunk: one window preceding the chunk, its statistics shared by every token
+    past_ends = torch.full((1,), start) if per_chunk else torch.arange(start, end)
     offsets = torch.arange(-window, 0)
-    index = past_ends[:, None] + offsets[None, :]  # (c, window): the past of every token
+    index = past_ends[:, None] + offsets[None, :]  # (c or 1, window): the past of each token
     past = torch.where(index >= 0, surprise[index.clamp(min=0)], float("nan"))
     count = (~torch.isnan(past)).sum(1)
     own = values[~torch.isnan(values)]
@@ -331,7 +349,12 @@ def nearest_capacity(order: list[int], sizes: list[int], capacity: int) -> list[
 
 
 def similarity_retrieval(
-    query: Tensor, representatives: Tensor, sizes: list[int], capacity: int
+    query: Tensor,
+    representatives: Tensor,
+    sizes: list[int],
+    capacity: int,
+    total: int | None = None,
+    min_size: int | None = None,
 ) -> list[int]:
     """k-NN retrieval of events (paper Sec. 3.4, brief Sec. 3.5.2-3): every event if all fit;
     else events in descending <query, representative key> under the nearest-capacity rule.
@@ -340,14 +363,29 @@ def similarity_retrieval(
         query: (H * d,) mean of the chunk's queries (rotated at the one angle), heads
             concatenated.
         representatives: (E, H * d).
+        total, min_size: sum(sizes) and min(sizes) when the caller keeps them (a memory
+            of many events: then only the top capacity // min_size + 1 events are ranked,
+            all the nearest-capacity walk can read, in the same order as a full stable sort).
 
     Returns:
         Selected event indices in descending score order.
     """
-    if sum(sizes) <= capacity:
+    if (sum(sizes) if total is None else total) <= capacity:
         return list(range(len(sizes)))
-    order = (representatives @ query).argsort(descending=True, stable=True).tolist()
-    return nearest_capacity(order, sizes, capacity)
+    scores = representatives @ query
+    n = scores.numel()
+    k = n if min_size is None or min_size < 1 else min(n, capacity // min_size + 1)
+    return nearest_capacity(top_order(scores, k), sizes, capacity)
+
+
+def top_order(scores: Tensor, k: int) -> list[int]:
+    """A prefix (of at least ``k`` entries) of ``scores.argsort(descending=True,
+    stable=True)``: the entries scoring at least the k-th largest value, stably sorted."""
+    if k >= scores.numel():
+        return scores.argsort(descending=True, stable=True).tolist()
+    kth = scores.topk(k).values[-1]
+    candidates = torch.nonzero(scores >= kth).flatten()  # ascending index: ties stay stable
+    return candidates[scores[candidates].argsort(descending=True, stable=True)].tolist()
 
 
 def contiguity_split(capacity: int, share: float) -> tuple[int, int]:

@@ -15,6 +15,7 @@ decoder layer, and the chunked reading of a document (brief Sec. 3, official
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,11 +174,12 @@ def refine_chunk_boundaries(
     if cfg.official_refine:
         length = end - start
         if cfg.refine_with_buffer and end - memories[0].rem_start >= 2 * length:
-            tail = [b for b in boundaries if start - length <= b < start]
+            before = bisect_left(boundaries, start)  # boundaries are sorted
+            tail = boundaries[bisect_left(boundaries, start - length) : before]
             prefix = tail[-1] if tail else start
     elif cfg.refine_with_buffer:
-        earlier = [b for b in boundaries if b < start]
-        prefix = max(earlier[-1] if earlier else 0, memories[0].rem_start)
+        before = bisect_left(boundaries, start)
+        prefix = max(boundaries[before - 1] if before else 0, memories[0].rem_start)
     keys = torch.stack([m.keys[:, prefix:end].float() for m in memories[cfg.refine_from_layer :]])
     adjacency = key_similarity(keys)  # (n, n)
     offset = start - prefix if cfg.official_refine else None
@@ -216,7 +218,11 @@ def chunk_boundaries(
     )
     if cfg.refine is not None and new:
         new = refine_chunk_boundaries(memories, cfg, boundaries, new, start)
-    return sorted(set(boundaries) | set(new))
+    if not new:
+        return boundaries
+    # merged into the sorted list from the first new one on (the earlier part is unchanged)
+    cut = bisect_left(boundaries, min(new))
+    return boundaries[:cut] + sorted(set(boundaries[cut:]) | set(new))
 
 
 @torch.no_grad()
@@ -258,8 +264,10 @@ def read_document(
             attention.memory = memory
         spans = chunk_spans(ids.numel(), cfg.chunk)
         generated: list[int] = []
-        while spans:
-            s, e = spans.pop(0)
+        step = 0
+        while step < len(spans):
+            s, e = spans[step]
+            step += 1
             logits = (
                 model(input_ids=ids[None, s:e].to(model.device), use_cache=False)
                 .logits[0]
@@ -278,9 +286,9 @@ def read_document(
             previous_logits = logits[-1]
             if detect:
                 boundaries = chunk_boundaries(memories, cfg, surprise, boundaries, s, e)
-            for memory in memories:
-                memory.update(boundaries)
-            if not spans and len(generated) < max_new_tokens:  # greedy decoding, c = 1
+            for memory in memories:  # only boundaries after its remainder start can cut
+                memory.update(boundaries[bisect_right(boundaries, memory.rem_start) :])
+            if step == len(spans) and len(generated) < max_new_tokens:  # greedy decoding, c = 1
                 token = int(previous_logits.argmax())
                 if token != eos:
                     generated.append(token)

@@ -228,8 +228,8 @@ def test_official_all_fit_test_uses_the_similarity_share():
     def memory(official):
         cfg = MemoryConfig(n_mem=20, contiguity=True, official_contiguity=official)
         m = LayerMemory(cfg, lambda pos: (torch.ones(len(pos), 2), torch.zeros(len(pos), 2)), 1.0)
-        m.events = [(0, 4), (4, 8), (8, 12), (12, 16)]  # 16 tokens: <= 20 but > 20 - 7
-        m.representatives = [torch.tensor([float(i), 0.0]) for i in range(4)]
+        for i in range(4):  # 16 tokens: <= 20 but > 20 - 7
+            m.add_event(4 * i, 4 * i + 4, torch.tensor([float(i), 0.0]))
         return m
 
     q = torch.ones(1, 1, 2)
