@@ -55,7 +55,10 @@ def parallel_runs(workers: int) -> Iterator[None]:
     """Let :func:`run_grid` run up to ``workers`` (method, seed) runs at once, in forked
     processes, while the block runs (``shared.entry`` wraps each experiment in it with
     ``runtime.workers``). Every run is seeded by its own (method, seed), one thread each, so the
-    numbers are the same as in one process; only the order of ``metrics.jsonl`` lines differs."""
+    numbers are the same as in one process; only the order of ``metrics.jsonl`` lines differs.
+    This holds only for a paper whose runs write nothing outside their own run folder: one
+    whose runs build a shared artefact lazily (resdex's base experts, trained by whichever run
+    needs them first) would race, and keeps ``workers=1``."""
     global _workers
     if workers < 1:
         raise ValueError(f"runtime.workers must be >= 1, got {workers}")
