@@ -34,7 +34,7 @@ config (nothing is downloaded; no tokenizer or processor exists locally):
   screenshot of ``--qwen-size`` (default 616 x 280: 220 image tokens; a 1080 x 2400 phone
   screenshot at the processor's default pixel cap would give 3354 and cost ~15x more).
 
-Inputs are synthetic tensors of the right shapes: ``input_ids`` with the image placeholders and
+Inputs are synthetic tensors of the right shapes: ``input_ids`` with the image-token slots and
 as many text tokens as the step's prompt (``text_model.prompt_for``: goal and element listing)
 has word pieces, ``pixel_values`` at the model's image size (and ``image_grid_thw`` for
 Qwen2-VL), then ``generate`` greedy with exactly ``--new-tokens`` new tokens (8 ~ a typed
@@ -142,7 +142,7 @@ def paper_sizes(qwen_size: tuple[int, int]) -> Sizes:
                 projection_dim=1024,
             ),
             text_config=dict(
-                vocab_size=51290,  # 51289 + the image placeholder of transformers' port
+                vocab_size=51290,  # 51289 + the image token id that transformers' port adds
                 d_model=1024,
                 encoder_layers=12,
                 decoder_layers=12,

@@ -52,7 +52,7 @@ UNET3D_TEXT_TOKENS = 77  # CLIP/OpenCLIP context length of the paper's text enco
 QUALITY_METRICS = ("acc", "FD")
 
 
-def sampler_calls(cfg: Config, lcm_steps: list[int], ddim_steps: list[int]):
+def sampler_calls(lcm_steps: list[int], ddim_steps: list[int]) -> dict[str, tuple[str, int]]:
     """name -> (kind, steps): the samplers timed, in table order."""
     rows = {f"student LCM-{s}": ("lcm", s) for s in lcm_steps}
     rows.update({f"teacher DDIM-{s}": ("ddim", s) for s in ddim_steps})
@@ -146,7 +146,7 @@ def toy_rows(cfg: Config, args) -> list[dict]:
     tokens = torch.zeros(b, 4, dtype=torch.long)
     with torch.no_grad():
         context, empty = text(tokens), text.empty(b)
-    calls = sampler_calls(cfg, [STUDENT_STEPS, PAPER_STUDENT_STEPS], args.ddim_steps)
+    calls = sampler_calls([STUDENT_STEPS, PAPER_STUDENT_STEPS], args.ddim_steps)
     samplers = make_samplers(student, teacher, schedule, grid, cfg, shape, context, empty, calls)
     return time_samplers(samplers, b, args.repeats, args.ddim_steps)
 
@@ -177,7 +177,7 @@ def unet3d_rows(cfg: Config, args) -> tuple[list[dict], dict]:
     shape = (1, 4, args.unet_frames, args.unet_size, args.unet_size)
     context = torch.randn(1, UNET3D_TEXT_TOKENS, cfg.paper_scale.text_dim)
     empty = torch.zeros_like(context)
-    calls = sampler_calls(cfg, [STUDENT_STEPS, PAPER_STUDENT_STEPS], args.ddim_steps)
+    calls = sampler_calls([STUDENT_STEPS, PAPER_STUDENT_STEPS], args.ddim_steps)
     samplers = make_samplers(student, teacher, schedule, grid, cfg, shape, context, empty, calls)
     model = {
         "block_out_channels": [w, 2 * w, 4 * w, 4 * w],
