@@ -63,68 +63,45 @@ def version_mismatches(result: dict, pins: dict[str, str]) -> list[str]:
     return out
 
 
-SUMMARY_CLAIMS = 3  # claim values shown in the top-level table (all are in the paper README)
+_COMPARISON = re.compile(r"(<=|>=|<|>)\s*\S+")  # a claim statement's "op threshold"
+_SYMBOL = {"<=": "≤", ">=": "≥", "<": "<", ">": ">"}
 
 
-def _claim_summary(result: dict) -> str:
-    """``k/n claims pass`` and the first few claims' measured values, plus diagnostics."""
+def _key_number(result: dict) -> str:
+    """The paper's first claim, its measured value and what it must reach: the key number."""
+    claim = next(c for c in result["claims"] if c["role"] == "claim")
+    comparison = _COMPARISON.findall(claim["statement"])
+    need = f" (needs {_SYMBOL[comparison[-1]]} {claim['threshold']:.3g})" if comparison else ""
+    return f"{claim['name']}: **{claim['measured']:.3g}**{need}"
+
+
+def _status(result: dict, heldout: dict | None) -> str:
+    """``k/n pass`` on the claim seeds, then the held-out verdict, in a few words."""
     claims = [c for c in result["claims"] if c["role"] == "claim"]
-    passed = sum(c["passed"] for c in claims)
-    shown = [f"{c['name']}: {c['measured']:.3g}" for c in claims[:SUMMARY_CLAIMS]]
-    more = ["..."] if len(claims) > SUMMARY_CLAIMS else []
-    diagnostics = [
-        f"diagnostic, {c['name']}: {c['measured']:.3g}"
-        for c in result["claims"]
-        if c["role"] == "diagnostic"
-    ]
-    return f"{passed}/{len(claims)} claims pass ({'; '.join(shown + more)})" + "".join(
-        f"; {d}" for d in diagnostics
-    )
-
-
-def _heldout_status(heldout: dict | None) -> str:
+    status = f"{sum(c['passed'] for c in claims)}/{len(claims)} pass"
     if heldout is None:
-        return "held-out seeds not run"
+        return status + " · held-out not run"
     failed = [c for c in heldout["claims"] if not c["passed"]]
     if not failed:
-        return "held-out seeds pass"
-    return f"held-out: {len(failed)} of {len(heldout['claims'])} fail (fragile)"
+        return status + " · held-out pass"
+    return status + f" · held-out {len(failed)}/{len(heldout['claims'])} fail (fragile)"
 
 
 def papers_table() -> str:
-    """The top-level table: one row per catalogued paper."""
+    """The top-level table: one short line per catalogued paper (the long text is in each
+    paper's README and on the site)."""
     rows = []
     for paper in yaml.safe_load(CATALOG.read_text())["papers"]:
         slug = paper["slug"]
         result = load_result(slug)
-        if (REPO_ROOT / "papers" / slug / "train.py").exists():
-            if result is None:
-                status = "implemented, no results file"
-            else:
-                status = "toy claim passes" if result["verdict"] == "pass" else "toy claim FAILS"
-                status += "; " + _heldout_status(load_result(slug, "heldout.json"))
-            link = f"[`{slug}`](papers/{slug}/README.md)"
+        link = f"[`{slug}`](papers/{slug}/README.md)"
+        if result is None:
+            status, key = "no results file", "-"
         else:
-            status, link = "planned", f"`{slug}`"
-        rows.append(
-            [
-                link,
-                paper["title"],
-                status,
-                paper["headline_claim"],
-                _claim_summary(result) if result else "-",
-                paper["paper_number"],
-            ]
-        )
-    header = [
-        "paper",
-        "title",
-        "status",
-        "headline claim (toy)",
-        "measured (toy)",
-        "paper's number",
-    ]
-    return markdown_table(header, rows)
+            status = _status(result, load_result(slug, "heldout.json"))
+            key = _key_number(result)
+        rows.append([link, status, key, paper["paper_key_number"]])
+    return markdown_table(["paper", "claims (toy)", "key number (toy)", "paper's number"], rows)
 
 
 def _verdict(claim: dict) -> str:
