@@ -40,6 +40,7 @@ from shared.entry import (  # noqa: E402
     TOY_FILE,
     check_claims,
     committed_differences,
+    float_path_mismatch,
     paper_modules,
 )
 from shared.records import write_json  # noqa: E402
@@ -114,7 +115,8 @@ def reproduce(
     results_dir = REPO_ROOT / "papers" / slug / RESULTS_DIR
     with tempfile.TemporaryDirectory(prefix=f"claims-{slug}-") as tmp:
         record = check_claims(slug, Path(tmp), seeds=seeds, overrides=overrides)
-        differences = committed_differences(slug, record, heldout) if check else []
+        mismatch = float_path_mismatch(slug, heldout) if check else ""
+        differences = committed_differences(slug, record, heldout) if check and not mismatch else []
         if write and not heldout:
             figure = Path(tmp) / claims.PLOT
             if not figure.is_file():
@@ -125,7 +127,9 @@ def reproduce(
     print(f"\n{slug}: {'held-out' if heldout else 'claim'} seeds {record['seeds']}")
     if check:
         name = f"papers/{slug}/{RESULTS_DIR}/{HELDOUT_FILE if heldout else TOY_FILE}"
-        if differences:
+        if mismatch:
+            print(mismatch)
+        elif differences:
             print(f"{name}: {len(differences)} metric(s) differ from what HEAD computes:")
             print("\n".join(f"  {line}" for line in differences))
         else:

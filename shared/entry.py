@@ -223,6 +223,22 @@ def committed_differences(slug: str, record: dict[str, Any], heldout: bool = Fal
     return claims_lib.metric_differences(record["metrics"], committed, record["seeds"], tolerances)
 
 
+def float_path_mismatch(slug: str, heldout: bool = False) -> str:
+    """Why this machine cannot compute the committed results file's numbers bit for bit: the
+    file was made on another CPU vendor, where MKL runs another GEMM branch (see
+    ``shared/floatpath.py``); '' when it can (files that predate the vendor record included)."""
+    path = committed_results_path(slug, heldout)
+    made_on = read_json(path).get("float_path", {}).get("cpu_vendor") if path.is_file() else None
+    here = floatpath.cpu_vendor()
+    if made_on and made_on != here:
+        return (
+            f"papers/{slug}/{path.parent.name}/{path.name} was made on a {made_on} CPU and this "
+            f"is a {here} one: MKL pins its AVX2 GEMM branch on Intel CPUs only, so the numbers "
+            "differ in the last bits and are not compared (the claims still are)"
+        )
+    return ""
+
+
 def _command(slug: str, overrides: list[str]) -> str:
     quoted = [f"'{o}'" if any(c in o for c in "[]{}, ") else o for o in overrides]
     return " ".join([f"python -m papers.{slug}.train", *quoted])

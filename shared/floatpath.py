@@ -17,6 +17,13 @@ asked for, so the pin wins. :func:`state` measures what took effect, for ``resul
 the process with it) keeps each library's own choice: faster on AVX-512 machines, but the
 numbers are then the machine's own. Machines without AVX2, and non-x86 machines, always run
 natively, and their records say so.
+
+MKL honours a named branch (AVX2) only on Intel CPUs: on AMD and other vendors it runs its AUTO
+branch instead (Intel's oneMKL developer guide, "Reproducibility Conditions"), so GEMM results,
+and the numbers of every toy that trains through them, differ in the last bits between an Intel
+and an AMD machine. The committed results come from an Intel AVX2 branch (:func:`state` records
+the CPU vendor); the only cross-vendor MKL branch, COMPATIBLE (SSE2, no FMA), measured 2.5x
+slower GEMMs here and is not used.
 """
 
 from __future__ import annotations
@@ -34,7 +41,10 @@ MODES = (PINNED, NATIVE)
 
 # Each variable fixes one library's choice at the x86-64-v3 (AVX2 + FMA) level.
 PIN: dict[str, str] = {
-    "MKL_CBWR": "AVX2",  # MKL conditional numerical reproducibility: its AVX2 branch
+    # MKL's conditional numerical reproducibility, strict: its AVX2 branch, and GEMMs whose
+    # summation order does not follow the matrix shape, alignment or cache blocking (measured:
+    # without STRICT an Intel Sapphire Rapids changes a logit when the product is widened)
+    "MKL_CBWR": "AVX2,STRICT",
     "ATEN_CPU_CAPABILITY": "avx2",  # torch's vectorised kernels (not AVX-512)
     "ONEDNN_MAX_CPU_ISA": "AVX2",  # oneDNN (mkldnn) JIT kernels
     "OPENBLAS_CORETYPE": "Haswell",  # OpenBLAS in numpy's and scipy's wheels: AVX2 kernels
@@ -66,6 +76,17 @@ def cpu_supports_pin() -> tuple[bool, str]:
     if missing:
         return False, f"the CPU lacks {', '.join(missing)}"
     return True, ""
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor string (``GenuineIntel``, ``AuthenticAMD``; ``unknown`` without
+    /proc/cpuinfo): MKL's pinned branch holds on Intel CPUs only (module docstring)."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return "unknown"
+    vendors = [line.split(":", 1)[1].strip() for line in lines if line.startswith("vendor_id")]
+    return vendors[0] if vendors else "unknown"
 
 
 def requested_mode() -> str:
@@ -130,6 +151,7 @@ def state() -> dict[str, Any]:
     ]
     record = {
         "mode": mode(),
+        "cpu_vendor": cpu_vendor(),
         "aten_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "numpy_dispatch": dispatched,
         "numpy_avx512": any(t == "X86_V4" or t.startswith("AVX512") for t in dispatched),

@@ -9,11 +9,14 @@ prints every claim's CPU and wall seconds in one table at the end of the run.
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 from shared.entry import (
     check_claims,
     committed_differences,
+    float_path_mismatch,
     paper_modules,
     reproduce_only,
 )
@@ -50,7 +53,10 @@ def test_toy_claim(slug, tmp_path, record_property):
     measured = [c["name"] for c in record["claims"] if c["role"] == "claim"]
     assert [name for name in measured if name not in optional] == gated
     assert all(c["passed"] for c in record["claims"]), f"{slug} claim failed:\n{table}"
-    differences = committed_differences(slug, record)
+    mismatch = float_path_mismatch(slug)
+    if mismatch:
+        warnings.warn(mismatch, stacklevel=1)
+    differences = [] if mismatch else committed_differences(slug, record)
     assert not differences, (
         f"{slug}: HEAD no longer computes the committed papers/{slug}/results/toy.json "
         f"(regenerate it: python scripts/reproduce.py --paper {slug} --write):\n"
