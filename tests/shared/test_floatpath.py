@@ -139,3 +139,26 @@ def test_a_stated_tolerance_or_an_uncompared_metric_is_honoured():
     assert metric_differences(run, committed, [0], {"loss": loose}) == []
     assert metric_differences(run, committed, [0], {"m/loss": Tolerance("t", abs=1e-3)}) != []
     assert metric_differences(run, committed, [0], {"loss": Tolerance("t", compare=False)}) == []
+
+
+def test_the_cpu_vendor_is_recorded():
+    assert floatpath.state()["cpu_vendor"] == floatpath.cpu_vendor() != ""
+
+
+def test_numbers_from_another_cpu_vendor_are_named_not_compared(tmp_path, monkeypatch):
+    """MKL's AVX2 branch holds on Intel only: a file made on the other vendor is not compared
+    bit for bit (the mismatch is named); one from this vendor, or one that predates the vendor
+    record, is."""
+    from shared import entry
+
+    results = tmp_path / "results" / "toy.json"
+    results.parent.mkdir()
+    monkeypatch.setattr(entry, "committed_results_path", lambda slug, heldout=False: results)
+    monkeypatch.setattr(floatpath, "cpu_vendor", lambda: "GenuineIntel")
+    for made_on, compared in [("AuthenticAMD", False), ("GenuineIntel", True), (None, True)]:
+        record = {"mode": "pinned"} | ({"cpu_vendor": made_on} if made_on else {})
+        results.write_text(json.dumps({"float_path": record, "metrics": {}}))
+        mismatch = entry.float_path_mismatch("adamcb")
+        assert (mismatch == "") == compared, made_on
+        if not compared:
+            assert "AuthenticAMD" in mismatch and "GenuineIntel" in mismatch
