@@ -393,6 +393,9 @@ def run(cfg: Config, out_dir: Path) -> Results:
             setups[seed] = prepare_toy(cfg, seed)
         return setups[seed]
 
+    if cfg.runtime.workers > 1:  # forked runs inherit the setups instead of each rebuilding it
+        for seed in cfg.seeds:
+            setup_of(seed)
     results, _ = run_grid(
         cfg.methods,
         cfg.seeds,
