@@ -56,9 +56,9 @@ def parallel_runs(workers: int) -> Iterator[None]:
     processes, while the block runs (``shared.entry`` wraps each experiment in it with
     ``runtime.workers``). Every run is seeded by its own (method, seed), one thread each, so the
     numbers are the same as in one process; only the order of ``metrics.jsonl`` lines differs.
-    This holds only for a paper whose runs write nothing outside their own run folder: one
-    whose runs build a shared artefact lazily (resdex's base experts, trained by whichever run
-    needs them first) would race, and keeps ``workers=1``."""
+    This holds only for a paper whose runs write nothing outside their own run folder: a
+    shared artefact (resdex's base experts) is built first by :func:`build_shared`, since runs
+    that each built it lazily would race."""
     global _workers
     if workers < 1:
         raise ValueError(f"runtime.workers must be >= 1, got {workers}")
@@ -105,6 +105,37 @@ def _run_forked(
             jobs.get()  # re-raises a worker's exception here
     finally:
         _forked_job = None
+
+
+_forked_build: Callable[..., object] | None = None
+
+
+def build_shared(jobs: list[tuple], build: Callable[..., object], progress: bool = True) -> None:
+    """Run ``build(*job)`` for every job before a grid whose runs read those artefacts back
+    (resdex's base experts): in up to ``runtime.workers`` forked processes inside
+    :func:`parallel_runs`, else here, in order. ``build`` must be seeded by its own job and
+    write its artefact to its own path, so that the numbers do not depend on the worker count
+    and the grid's runs, forked afterwards, find every artefact finished instead of racing."""
+    global _forked_build
+    if _workers <= 1 or len(jobs) <= 1:
+        for job in tqdm(jobs, desc="shared", disable=not progress):
+            build(*job)
+        return
+    _forked_build = build
+    try:
+        context = multiprocessing.get_context("fork")
+        with context.Pool(min(_workers, len(jobs)), maxtasksperchild=1) as pool:
+            for _ in tqdm(pool.imap_unordered(_build_star, jobs), total=len(jobs),
+                          desc="shared", disable=not progress):  # fmt: skip
+                pass
+    finally:
+        _forked_build = None
+
+
+def _build_star(job: tuple) -> None:
+    """One job of :func:`build_shared` in a forked worker (the builder is inherited)."""
+    assert _forked_build is not None
+    _forked_build(*job)
 
 
 def run_grid(

@@ -36,7 +36,7 @@ from papers.resdex.model import ActorCritic, HyperPolicy
 from papers.resdex.ppo import train_ppo
 from shared import preflight as preflight_lib
 from shared.entry import main
-from shared.experiment import RunOutput, check_names, run_grid
+from shared.experiment import RunOutput, build_shared, check_names, run_grid
 from shared.logger import MetricsLogger
 from shared.plotting import plt
 from shared.records import Results, read_json, write_json
@@ -248,32 +248,46 @@ def load_expert(
     return agent
 
 
+def experts_used(method: str, seed: int, styles: np.ndarray, cfg: Config) -> list[int]:
+    """The base experts a method reads: a base_<style> row reports the expert whose
+    representative has that style, ResDex mixes all k, the single-expert baseline takes the
+    one of ``single_expert_style`` (expert 0 when k-means found no such representative), and
+    PPO from scratch none."""
+    if method == "scratch":
+        return []
+    if method == "resdex":
+        return list(range(cfg.base.k))
+    style = STYLES.index(
+        method.removeprefix("base_") if method in BASE_METHODS else cfg.single_expert_style
+    )
+    matches = np.flatnonzero(styles == style)
+    if matches.size:
+        return [int(matches[0])]
+    if method in BASE_METHODS:
+        raise RuntimeError(
+            f"seed {seed}: no k-means representative has style {STYLES[style]!r} "
+            f"(representative styles {styles.tolist()})"
+        )
+    return [0]
+
+
 def train_one(
     method: str, seed: int, run_dir: Path, cfg: Config, out_dir: Path, logger: MetricsLogger
 ) -> RunOutput:
     objects, reps, styles = experts_of(cfg, seed)
     if method in BASE_METHODS:
-        style = STYLES.index(method.removeprefix("base_"))
-        matches = np.flatnonzero(styles == style)
-        if matches.size == 0:
-            raise RuntimeError(
-                f"seed {seed}: no k-means representative has style {STYLES[style]!r} "
-                f"(representative styles {styles.tolist()})"
-            )
-        return base_output(cfg, seed, int(matches[0]), out_dir, logger)
+        (expert,) = experts_used(method, seed, styles, cfg)
+        return base_output(cfg, seed, expert, out_dir, logger)
     pools = {"train": objects.train, "unseen": objects.unseen}
     probe = KinematicDexGrasp(objects.train, 1)
     if method == "scratch":
         seed_everything(seed)
         agent = make_policy(probe.obs_dim, probe.action_dim, cfg.hyper)
     else:
-        if method == "resdex":
-            experts = list(range(cfg.base.k))
-        else:  # single_residual: the expert whose representative has the configured style
-            style = STYLES.index(cfg.single_expert_style)
-            matches = np.flatnonzero(styles == style)
-            experts = [int(matches[0])] if matches.size else [0]
-        bases = [load_expert(cfg, seed, i, out_dir, logger) for i in experts]
+        bases = [
+            load_expert(cfg, seed, i, out_dir, logger)
+            for i in experts_used(method, seed, styles, cfg)
+        ]
         seed_everything(seed)
         h = cfg.hyper
         agent = HyperPolicy(
@@ -360,6 +374,19 @@ def run(cfg: Config, out_dir: Path) -> Results:
     out_dir = Path(out_dir)
     torch.set_num_threads(cfg.runtime.num_threads)
     logger = MetricsLogger(out_dir / "metrics.jsonl")
+    # The experts first (two at a time with runtime.workers=2): the grid's runs read them back.
+    styles_of = {seed: experts_of(cfg, seed)[2] for seed in cfg.seeds}
+    experts = {
+        (seed, expert)
+        for seed in cfg.seeds
+        for method in cfg.methods
+        for expert in experts_used(method, seed, styles_of[seed], cfg)
+    }
+    build_shared(
+        sorted(experts),
+        lambda seed, expert: base_output(cfg, seed, expert, out_dir, logger),
+        progress=cfg.runtime.progress,
+    )
     results, curves = run_grid(
         list(cfg.methods),
         list(cfg.seeds),
