@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from tqdm.auto import tqdm
 
@@ -15,6 +16,7 @@ from shared.logger import MetricsLogger
 from shared.records import Results, read_json, write_json
 
 FINAL_NAME = "final.json"
+T = TypeVar("T")
 
 
 @dataclass
@@ -57,7 +59,7 @@ def parallel_runs(workers: int) -> Iterator[None]:
     ``runtime.workers``). Every run is seeded by its own (method, seed), one thread each, so the
     numbers are the same as in one process; only the order of ``metrics.jsonl`` lines differs.
     This holds only for a paper whose runs write nothing outside their own run folder: a
-    shared artefact (resdex's base experts) is built first by :func:`build_shared`, since runs
+    shared artefact (resdex's base experts) is built first by :func:`map_jobs`, since runs
     that each built it lazily would race."""
     global _workers
     if workers < 1:
@@ -107,35 +109,35 @@ def _run_forked(
         _forked_job = None
 
 
-_forked_build: Callable[..., object] | None = None
+_forked_fn: Callable[..., object] | None = None
 
 
-def build_shared(jobs: list[tuple], build: Callable[..., object], progress: bool = True) -> None:
-    """Run ``build(*job)`` for every job before a grid whose runs read those artefacts back
-    (resdex's base experts): in up to ``runtime.workers`` forked processes inside
-    :func:`parallel_runs`, else here, in order. ``build`` must be seeded by its own job and
-    write its artefact to its own path, so that the numbers do not depend on the worker count
-    and the grid's runs, forked afterwards, find every artefact finished instead of racing."""
-    global _forked_build
+def map_jobs(
+    fn: Callable[..., T], jobs: list[tuple], *, desc: str, progress: bool = True
+) -> list[T]:
+    """``[fn(*job) for job in jobs]``, in up to ``runtime.workers`` forked processes inside
+    :func:`parallel_runs` (else here), results in the jobs' order. For work done before a
+    grid: resdex's base experts (which the grid's runs then read back instead of each building
+    them, racing), t2v_turbo_v2's Algorithm 1 batches. ``fn`` must depend on its job alone
+    (seeded by it, or drawing no random numbers) so that the numbers do not depend on the
+    worker count; its results travel back pickled."""
+    global _forked_fn
     if _workers <= 1 or len(jobs) <= 1:
-        for job in tqdm(jobs, desc="shared", disable=not progress):
-            build(*job)
-        return
-    _forked_build = build
+        return [fn(*job) for job in tqdm(jobs, desc=desc, disable=not progress)]
+    _forked_fn = fn
     try:
         context = multiprocessing.get_context("fork")
-        with context.Pool(min(_workers, len(jobs)), maxtasksperchild=1) as pool:
-            for _ in tqdm(pool.imap_unordered(_build_star, jobs), total=len(jobs),
-                          desc="shared", disable=not progress):  # fmt: skip
-                pass
+        with context.Pool(min(_workers, len(jobs))) as pool:
+            return list(tqdm(pool.imap(_call_forked, jobs), total=len(jobs), desc=desc,
+                             disable=not progress))  # fmt: skip
     finally:
-        _forked_build = None
+        _forked_fn = None
 
 
-def _build_star(job: tuple) -> None:
-    """One job of :func:`build_shared` in a forked worker (the builder is inherited)."""
-    assert _forked_build is not None
-    _forked_build(*job)
+def _call_forked(job: tuple):
+    """One job of :func:`map_jobs` in a forked worker (the function is inherited)."""
+    assert _forked_fn is not None
+    return _forked_fn(*job)
 
 
 def run_grid(

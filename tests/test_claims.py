@@ -52,7 +52,10 @@ def test_toy_claim(slug, tmp_path, record_property):
     gated = [c.name for c in claims.CLAIMS if c.role == "claim" and c.name not in optional]
     measured = [c["name"] for c in record["claims"] if c["role"] == "claim"]
     assert [name for name in measured if name not in optional] == gated
-    assert all(c["passed"] for c in record["claims"]), f"{slug} claim failed:\n{table}"
+    # A REPRODUCE_ONLY claim evaluated on the CI subset is shown in the table, not gated.
+    assert all(c["passed"] for c in record["claims"] if c["name"] not in optional), (
+        f"{slug} claim failed:\n{table}"
+    )
     mismatch = float_path_mismatch(slug)
     if mismatch:
         warnings.warn(mismatch, stacklevel=1)

@@ -19,6 +19,15 @@ BASES = ("base_pinch", "base_power", "base_wide", "base_hook")
 METHODS = ["resdex", "scratch", "single_residual", *BASES]
 # single + residual enters only a diagnostic; CI leaves it to scripts/reproduce.py.
 CI_METHODS = ["resdex", "scratch", *BASES]
+# Claim 2b is a mean over seeds 0-2 (-0.018; held-out 1000-1002: -0.005), and one seed's gap
+# is noisier than that mean: seed 0 alone is the worst of the six seeds, -0.054 under the
+# pinned Intel float path (-0.020 on AMD's), with seeds 1 and 2 at -0.001 and 0.000. Gating the
+# three-seed mean costs ~360 CPU-s, so reproduce.py gates it on both seed sets and CI shows
+# seed 0's value without gating it (CI still compares seed 0's numbers bit for bit).
+REPRODUCE_ONLY = {
+    "2b: no generalisation gap: ResDex unseen >= train - 0.05 at iteration 40": "a mean over "
+    "three seeds (~360 CPU-s in CI); one seed's gap is noisier than the claim (seed 0: -0.054)",
+}
 PRIMARY = ("resdex", "unseen_it40")
 PLOT = "resdex.png"  # learning curves + mixture-weight heat map, saved as results/toy.png
 TABLE_METRICS = ["train_it20", "unseen_it20", "train_it40", "unseen_it40", "own_it40"]

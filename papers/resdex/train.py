@@ -36,7 +36,7 @@ from papers.resdex.model import ActorCritic, HyperPolicy
 from papers.resdex.ppo import train_ppo
 from shared import preflight as preflight_lib
 from shared.entry import main
-from shared.experiment import RunOutput, build_shared, check_names, run_grid
+from shared.experiment import RunOutput, check_names, map_jobs, run_grid
 from shared.logger import MetricsLogger
 from shared.plotting import plt
 from shared.records import Results, read_json, write_json
@@ -382,9 +382,10 @@ def run(cfg: Config, out_dir: Path) -> Results:
         for method in cfg.methods
         for expert in experts_used(method, seed, styles_of[seed], cfg)
     }
-    build_shared(
-        sorted(experts),
+    map_jobs(
         lambda seed, expert: base_output(cfg, seed, expert, out_dir, logger),
+        sorted(experts),
+        desc="experts",
         progress=cfg.runtime.progress,
     )
     results, curves = run_grid(

@@ -22,7 +22,6 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from scipy import linalg  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
-from tqdm.auto import tqdm  # noqa: E402
 
 from papers.t2v_turbo_v2 import method as M  # noqa: E402
 from papers.t2v_turbo_v2.config import Config  # noqa: E402
@@ -41,7 +40,7 @@ from papers.t2v_turbo_v2.prepare import (  # noqa: E402
 from papers.t2v_turbo_v2.student import train_student  # noqa: E402
 from shared import checkpoint  # noqa: E402
 from shared.entry import main  # noqa: E402
-from shared.experiment import RunOutput, check_names, run_grid  # noqa: E402
+from shared.experiment import RunOutput, check_names, map_jobs, run_grid  # noqa: E402
 from shared.logger import MetricsLogger  # noqa: E402
 from shared.records import read_json, write_json  # noqa: E402
 
@@ -90,10 +89,9 @@ def build_records(
     n = M.sample_solver_indices(is_motion, grid.n_steps, p.p_max, gen)
     eps = torch.randn(clips.shape, generator=gen)
     teacher, text = models["teacher"], models["text"]
-    out: dict[str, list] = {}
-    starts = range(0, len(order), p.batch)
-    for s in tqdm(starts, desc="Algorithm 1", disable=not progress):
-        sl = slice(s, s + p.batch)
+
+    def batch_records(start: int) -> dict[str, torch.Tensor]:
+        sl = slice(start, start + p.batch)
         with torch.no_grad():
             ctx = text(tokens[sl])
         rec = M.preprocess_records(
@@ -109,9 +107,17 @@ def build_records(
             cfg.method.temp_loss_scale,
             cfg.method.rank_k,
         )
-        rec["context"] = ctx
-        for k, v in rec.items():
-            out.setdefault(k, []).append(v)
+        return {**rec, "context": ctx}
+
+    # The noise and solver indices are drawn above, so each batch is a pure function of its
+    # slice: runtime.workers processes compute them with the numbers of one.
+    batches = map_jobs(
+        batch_records,
+        [(s,) for s in range(0, len(order), p.batch)],
+        desc="Algorithm 1",
+        progress=progress,
+    )
+    out = {k: [b[k] for b in batches] for k in batches[0]}
     records = {k: torch.cat(v) for k, v in out.items()}
     records["is_short"] = torch.from_numpy(data.is_short[order])
     records["prompt"] = torch.from_numpy(data.prompt[order])

@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 
-from shared.experiment import FINAL_NAME, RunOutput, build_shared, parallel_runs, run_grid
+from shared.experiment import FINAL_NAME, RunOutput, map_jobs, parallel_runs, run_grid
 
 
 def _train_one(method: str, seed: int, run_dir) -> RunOutput:
@@ -57,32 +57,36 @@ def test_workers_must_be_positive():
             pass
 
 
-def _build_artefact(root, seed: int, index: int) -> None:
+def _build_artefact(root, seed: int, index: int) -> str:
     """A shared artefact seeded by its own job, written to its own path (as resdex's experts)."""
     torch.manual_seed(1000 * seed + index)
     path = root / f"artefact{index}-s{seed}"
     path.mkdir(parents=True)
     (path / "value").write_text(repr(float(torch.randn(32, 32).sum())))
     (path / "pid").write_text(str(os.getpid()))
+    return (path / "value").read_text()
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_shared_artefacts_are_built_once_each_with_the_same_numbers(tmp_path, workers):
+def test_mapped_jobs_give_the_same_numbers_in_order_with_any_worker_count(tmp_path, workers):
     jobs = [(0, 0), (0, 1), (1, 0)]
     with parallel_runs(workers):
-        build_shared(jobs, lambda seed, i: _build_artefact(tmp_path, seed, i), progress=False)
+        values = map_jobs(
+            lambda seed, i: _build_artefact(tmp_path, seed, i), jobs, desc="jobs", progress=False
+        )
     for seed, index in jobs:
         torch.manual_seed(1000 * seed + index)
         expected = repr(float(torch.randn(32, 32).sum()))
         assert (tmp_path / f"artefact{index}-s{seed}" / "value").read_text() == expected
+    assert values == [(tmp_path / f"artefact{i}-s{s}" / "value").read_text() for s, i in jobs]
     pids = {(tmp_path / f"artefact{i}-s{s}" / "pid").read_text() for s, i in jobs}
     assert (str(os.getpid()) in pids) == (workers == 1)  # forked only with two workers
 
 
-def test_a_failing_shared_build_fails(tmp_path):
+def test_a_failing_mapped_job_fails(tmp_path):
     def build(index: int) -> None:
         if index == 1:
             raise RuntimeError("this build fails")
 
     with parallel_runs(2), pytest.raises(RuntimeError, match="this build fails"):
-        build_shared([(0,), (1,)], build, progress=False)
+        map_jobs(build, [(0,), (1,)], desc="jobs", progress=False)
