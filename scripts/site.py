@@ -97,8 +97,10 @@ class Markdown:
     cannot convert fails the build naming its file; ``math_count`` feeds the summary line.
     """
 
-    def __init__(self, heading_ids: bool = False) -> None:
-        self.md = MarkdownIt("commonmark").enable("table")
+    def __init__(self, heading_ids: bool = False, raw_html: bool = True) -> None:
+        # Docstrings and comments are rendered with raw_html=False: a "<style>" or "a <b" in
+        # them is text, where passed through as HTML it would swallow the rest of the page.
+        self.md = MarkdownIt("commonmark", {"html": raw_html}).enable("table")
         dollarmath_plugin(self.md, allow_digits=False, renderer=self._math)
         if heading_ids:
             anchors_plugin(self.md, min_level=1, max_level=3)
@@ -575,7 +577,7 @@ class SiteBuilder:
         self.env = Environment(
             loader=FileSystemLoader(ASSETS), autoescape=True, undefined=StrictUndefined
         )
-        self.readme_md, self.note_md = Markdown(heading_ids=True), Markdown()
+        self.readme_md, self.note_md = Markdown(heading_ids=True), Markdown(raw_html=False)
 
     def build(self) -> Stats:
         (self.site / "assets").mkdir(parents=True)

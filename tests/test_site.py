@@ -94,6 +94,14 @@ def test_render_source_anchors_every_line_and_def(site):
     assert "<math" in html  # the module docstring's $x$
 
 
+def test_notes_show_angle_brackets_as_text(site):
+    source = site.split_source(
+        'def f():\n    """A base_<style> row; x <b> y."""\n    return 1\n', "demo.py"
+    )
+    html = site.render_source(source, site.Markdown(raw_html=False))
+    assert "base_&lt;style&gt; row" in html and "<style>" not in html and "<b>" not in html
+
+
 def test_math_renders_to_mathml(site):
     html = site.Markdown().render("Square: $x^2$, and\n\n$$\n\\arg\\max_a f(a)\n$$\n", "demo.py")
     assert html.count("<math") == 2 and "<msup>" in html and "$" not in html

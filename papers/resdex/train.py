@@ -249,7 +249,7 @@ def load_expert(
 
 
 def experts_used(method: str, seed: int, styles: np.ndarray, cfg: Config) -> list[int]:
-    """The base experts a method reads: a base_<style> row reports the expert whose
+    """The base experts a method reads: a ``base_<style>`` row reports the expert whose
     representative has that style, ResDex mixes all k, the single-expert baseline takes the
     one of ``single_expert_style`` (expert 0 when k-means found no such representative), and
     PPO from scratch none."""
