@@ -25,6 +25,7 @@ PAGES = (
 )
 MATH_PAGE = "papers/adamcb/index.html"  # its docstrings carry $...$ math
 WINDOW = (1280, 900)
+LOAD_TIMEOUT_S = 120  # generous: the test shares two cores with pytest's other worker
 
 # Images that did not decode, typeset math boxes, and raw TeX left in text outside code.
 BROKEN_IMAGES_JS = """
@@ -89,7 +90,12 @@ def test_page_renders_in_chromium(site, browser, page):
     path = site / page
     assert path.is_file(), f"the site has no {page}"
     browser.get(path.as_uri())
-    assert browser.execute_script("return document.readyState") == "complete"
+    # get() can return before a large page (em_llm's) finishes loading on a busy machine: wait
+    # for it (a readiness wait, not a speed check), then look.
+    ui = pytest.importorskip("selenium.webdriver.support.ui")
+    ui.WebDriverWait(browser, LOAD_TIMEOUT_S).until(
+        lambda driver: driver.execute_script("return document.readyState") == "complete"
+    )
     assert browser.execute_script(BROKEN_IMAGES_JS) == [], f"{page}: images did not load"
     assert browser.execute_script(RAW_TEX_JS) == [], f"{page}: TeX left untypeset"
     total, sized = browser.execute_script(MATH_BOXES_JS)
