@@ -48,8 +48,6 @@ Curves = dict[str, dict[str, list[list[float]]]]
 
 # Processes that run_grid may use; set for one experiment by :func:`parallel_runs`.
 _workers = 1
-# The grid's run function and arguments, inherited by forked workers (closures do not pickle).
-_forked_job: tuple[Callable[[str, int, Path], RunOutput], Path, MetricsLogger | None] | None = None
 
 
 @contextmanager
@@ -71,63 +69,32 @@ def parallel_runs(workers: int) -> Iterator[None]:
         _workers = saved
 
 
-def _finish(method: str, seed: int) -> None:
-    """One run in a forked worker: train, then leave ``final.json`` for the parent."""
-    assert _forked_job is not None
-    train_one, out_dir, logger = _forked_job
-    run_dir = Path(out_dir) / "runs" / f"{method}-s{seed}"
-    output = train_one(method, seed, run_dir)
-    write_json({"metrics": output.metrics, "curves": output.curves}, run_dir / FINAL_NAME)
-    if logger is not None:
-        logger.log({"method": method, "seed": seed, "final": True, **output.metrics})
-
-
-def _run_forked(
-    pending: list[tuple[str, int]],
-    out_dir: Path,
-    train_one: Callable[[str, int, Path], RunOutput],
-    logger: MetricsLogger | None,
-    progress: bool,
-) -> None:
-    """Run the pending pairs in ``_workers`` forked processes (Linux/macOS ``fork``)."""
-    global _forked_job
-    _forked_job = (train_one, out_dir, logger)
-    try:
-        context = multiprocessing.get_context("fork")
-        with context.Pool(min(_workers, len(pending)), maxtasksperchild=1) as pool:
-            jobs = pool.starmap_async(_finish, pending, chunksize=1)
-            with tqdm(total=len(pending), desc="runs", disable=not progress) as bar:
-                done = 0
-                while not jobs.ready():
-                    jobs.wait(1.0)
-                    finished = sum((Path(out_dir) / "runs" / f"{m}-s{s}" / FINAL_NAME).exists()
-                                   for m, s in pending)  # fmt: skip
-                    bar.update(finished - done)
-                    done = finished
-            jobs.get()  # re-raises a worker's exception here
-    finally:
-        _forked_job = None
-
-
 _forked_fn: Callable[..., object] | None = None
 
 
 def map_jobs(
-    fn: Callable[..., T], jobs: list[tuple], *, desc: str, progress: bool = True
+    fn: Callable[..., T],
+    jobs: list[tuple],
+    *,
+    desc: str,
+    progress: bool = True,
+    fresh_process: bool = False,
 ) -> list[T]:
     """``[fn(*job) for job in jobs]``, in up to ``runtime.workers`` forked processes inside
-    :func:`parallel_runs` (else here), results in the jobs' order. For work done before a
-    grid: resdex's base experts (which the grid's runs then read back instead of each building
-    them, racing), t2v_turbo_v2's Algorithm 1 batches. ``fn`` must depend on its job alone
-    (seeded by it, or drawing no random numbers) so that the numbers do not depend on the
-    worker count; its results travel back pickled."""
+    :func:`parallel_runs` (else here), results in the jobs' order: the grid's runs, and work
+    done before a grid (resdex's base experts, which the grid's runs then read back instead of
+    each building them, racing; t2v_turbo_v2's Algorithm 1 batches). ``fn`` must depend on its
+    job alone (seeded by it, or drawing no random numbers) so that the numbers do not depend on
+    the worker count; its results travel back pickled. ``fresh_process`` forks a new worker
+    for every job (a training run then inherits nothing from the run before it)."""
     global _forked_fn
     if _workers <= 1 or len(jobs) <= 1:
         return [fn(*job) for job in tqdm(jobs, desc=desc, disable=not progress)]
     _forked_fn = fn
     try:
         context = multiprocessing.get_context("fork")
-        with context.Pool(min(_workers, len(jobs))) as pool:
+        tasks = 1 if fresh_process else None
+        with context.Pool(min(_workers, len(jobs)), maxtasksperchild=tasks) as pool:
             return list(tqdm(pool.imap(_call_forked, jobs), total=len(jobs), desc=desc,
                              disable=not progress))  # fmt: skip
     finally:
@@ -168,7 +135,15 @@ def run_grid(
         (m, s) for m, s in pairs if not (Path(out_dir) / "runs" / f"{m}-s{s}" / FINAL_NAME).exists()
     ]
     if _workers > 1 and len(pending) > 1 and is_main_process:
-        _run_forked(pending, Path(out_dir), train_one, logger, progress)
+
+        def finish(method: str, seed: int) -> None:  # in a worker: leave final.json behind
+            run_dir = Path(out_dir) / "runs" / f"{method}-s{seed}"
+            output = train_one(method, seed, run_dir)
+            write_json({"metrics": output.metrics, "curves": output.curves}, run_dir / FINAL_NAME)
+            if logger is not None:
+                logger.log({"method": method, "seed": seed, "final": True, **output.metrics})
+
+        map_jobs(finish, pending, desc="runs", progress=progress, fresh_process=True)
     for method, seed in tqdm(pairs, desc="runs", disable=not (progress and is_main_process)):
         run_dir = Path(out_dir) / "runs" / f"{method}-s{seed}"
         final_path = run_dir / FINAL_NAME

@@ -117,8 +117,7 @@ def build_records(
         desc="Algorithm 1",
         progress=progress,
     )
-    out = {k: [b[k] for b in batches] for k in batches[0]}
-    records = {k: torch.cat(v) for k, v in out.items()}
+    records = {k: torch.cat([b[k] for b in batches]) for k in batches[0]}
     records["is_short"] = torch.from_numpy(data.is_short[order])
     records["prompt"] = torch.from_numpy(data.prompt[order])
     return records
