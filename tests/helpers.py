@@ -105,3 +105,20 @@ def save_tiny_llama(
     )
     LlamaForCausalLM(config).save_pretrained(model_dir)
     return tokenizer
+
+
+def require_assets(*names: str) -> dict[str, dict[str, Path]]:
+    """``{asset: {file name: verified path}}``, or skip the test naming the fetch command
+    (a machine that cannot reach the registries runs everything else). A corrupt asset fails
+    the test instead: it was fetched, so something broke it."""
+    import pytest
+
+    from shared import assets
+
+    absent = [n for n in names if any("missing" in p for p in assets.problems(n))]
+    if absent:
+        pytest.skip(
+            f"real assets {absent} are not in {assets.cache_root()}: run "
+            f"`{assets.FETCH_COMMAND} {' '.join(absent)}` to run this test"
+        )
+    return {name: assets.require(name) for name in names}
