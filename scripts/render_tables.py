@@ -4,10 +4,12 @@
     python scripts/render_tables.py --check    # CI: fail if any README is out of date
 
 Sources: ``configs/catalog.yaml`` (the 19 papers), ``papers/<slug>/results/toy.json`` and
-``heldout.json`` (written by ``scripts/reproduce.py --write`` and ``--heldout --write``) and the
-figure ``results/toy.png``. Tables sit between marker comments, so the prose around them is
-never touched. ``--check`` also fails when a results file was made with package versions that
-differ from the lock (``constraints.txt``): results must come from the locked environment.
+``heldout.json`` (written by ``scripts/reproduce.py --write`` and ``--heldout --write``), the
+real rung's ``real.json`` (``reproduce.py --scale real --write``) and the figures
+``results/toy.png`` and ``results/real.png``. Tables sit between marker comments, so the prose
+around them is never touched. ``--check`` also fails when a results file was made with package
+versions that differ from the lock (``constraints.txt``): results must come from the locked
+environment.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ CATALOG = REPO_ROOT / "configs" / "catalog.yaml"
 LOCK = REPO_ROOT / "constraints.txt"
 PAPERS_TABLE = ("<!-- papers-table:begin -->", "<!-- papers-table:end -->")
 RESULTS_BLOCK = ("<!-- results:begin -->", "<!-- results:end -->")
+REAL_BLOCK = ("<!-- real-results:begin -->", "<!-- real-results:end -->")
+ASSETS_TABLE = ("<!-- assets-table:begin -->", "<!-- assets-table:end -->")
 
 
 def load_result(slug: str, name: str = "toy.json") -> dict | None:
@@ -87,6 +91,26 @@ def _status(result: dict, heldout: dict | None) -> str:
     return status + f" · held-out {len(failed)}/{len(heldout['claims'])} fail (fragile)"
 
 
+def has_real_rung(slug: str) -> bool:
+    return (REPO_ROOT / "configs" / slug / "real.yaml").is_file()
+
+
+def real_status(slug: str) -> str:
+    """The real-data column: ``k/n pass`` of the real claims, '-' without a real rung."""
+    if not has_real_rung(slug):
+        return "-"
+    real = load_result(slug, "real.json")
+    if real is None:
+        return "not run yet"
+    claims = [c for c in real["claims"] if c["role"] == "claim"]
+    controls = [c for c in real["claims"] if c["role"] == "negative_control"]
+    status = f"{sum(c['passed'] for c in claims)}/{len(claims)} pass"
+    if any(not c["passed"] for c in controls):
+        status += " · control broken"
+    assets = ", ".join(a["name"] for a in real.get("assets", []))
+    return f"{status} ({assets})" if assets else status
+
+
 def papers_table() -> str:
     """The top-level table: one short line per catalogued paper (the long text is in each
     paper's README and on the site)."""
@@ -100,8 +124,9 @@ def papers_table() -> str:
         else:
             status = _status(result, load_result(slug, "heldout.json"))
             key = _key_number(result)
-        rows.append([link, status, key, paper["paper_key_number"]])
-    return markdown_table(["paper", "claims (toy)", "key number (toy)", "paper's number"], rows)
+        rows.append([link, status, key, real_status(slug), paper["paper_key_number"]])
+    header = ["paper", "claims (toy)", "key number (toy)", "real data", "paper's number"]
+    return markdown_table(header, rows)
 
 
 def _verdict(claim: dict) -> str:
@@ -159,6 +184,48 @@ def results_block(result: dict, heldout: dict | None = None) -> str:
     return "\n\n".join(parts)
 
 
+def real_block(result: dict) -> str:
+    """A paper's README "Real data" block: the assets read (package, version, sha256), the
+    per-method metrics, the real claims' verdicts and the figure, from ``results/real.json``."""
+    labels = result.get("labels", {})
+    metrics = result["table_metrics"]
+    rows = [
+        [labels.get(m, m)] + [mean_std(result["metrics"][m].get(k)) for k in metrics]
+        for m in result["metrics"]
+    ]
+    claims = [
+        [c["name"], c["role"], c["statement"], f"{c['measured']:.4g}", _verdict(c)]
+        for c in result["claims"]
+    ]
+    assets = markdown_table(
+        ["asset", "package", "version", "files (sha256)", "licence"],
+        [
+            [
+                a["name"],
+                a["package"],
+                a["version"],
+                ", ".join(f"{name} (`{digest[:12]}`)" for name, digest in a["files"].items()),
+                a["licence"],
+            ]
+            for a in result.get("assets", [])
+        ],
+    )
+    cpu = result.get("cpu_time_s")
+    cost = f"{result['wall_time_s']:.0f} s wall" + (f", {cpu:.0f} CPU s" if cpu else "")
+    figure = REPO_ROOT / "papers" / result["paper"] / "results" / "real.png"
+    parts = [
+        f"Real data, seeds {result['seeds']}, mean ± std over seeds (`{result['command']}`, "
+        f"{cost}, commit `{(result.get('git_commit') or 'unknown')[:12]}`): verdict "
+        f"**{result['verdict']}**.",
+        assets,
+        markdown_table(["method", *metrics], rows),
+        markdown_table(["claim", "role", "statement", "measured", "verdict"], claims),
+    ]
+    if figure.is_file():
+        parts.append(f"![real data: {result['paper']}](results/real.png)")
+    return "\n\n".join(parts)
+
+
 def replace_between(text: str, markers: tuple[str, str], body: str, path: Path) -> str:
     begin, end = markers
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
@@ -167,8 +234,31 @@ def replace_between(text: str, markers: tuple[str, str], body: str, path: Path) 
     return pattern.sub(lambda _: f"{begin}\n{body}\n{end}", text, count=1)
 
 
+def assets_table() -> str:
+    """The README's table of real assets, from ``shared/assets.py:ASSETS``."""
+    from shared.assets import ASSETS
+
+    rows = [
+        [
+            f"`{a.name}`",
+            f"{a.package} {a.version} ({a.source})",
+            a.description,
+            ", ".join(f"`{f.name}`" for f in a.files),
+            f"{a.size / 1e6:.2f} MB",
+            a.licence,
+            ", ".join(a.papers),
+        ]
+        for a in ASSETS
+    ]
+    header = ["asset", "package (registry)", "what it is", "files", "size", "licence", "papers"]
+    return markdown_table(header, rows)
+
+
 def targets() -> list[tuple[Path, tuple[str, str], str]]:
-    out = [(REPO_ROOT / "README.md", PAPERS_TABLE, papers_table())]
+    out = [
+        (REPO_ROOT / "README.md", PAPERS_TABLE, papers_table()),
+        (REPO_ROOT / "README.md", ASSETS_TABLE, assets_table()),
+    ]
     for readme in sorted((REPO_ROOT / "papers").glob("*/README.md")):
         result = load_result(readme.parent.name)
         body = (
@@ -178,6 +268,16 @@ def targets() -> list[tuple[Path, tuple[str, str], str]]:
             f"`python scripts/reproduce.py --paper {readme.parent.name} --write`."
         )
         out.append((readme, RESULTS_BLOCK, body))
+        slug = readme.parent.name
+        if has_real_rung(slug):
+            real = load_result(slug, "real.json")
+            body = (
+                real_block(real)
+                if real
+                else "No real-data results yet: run `python scripts/fetch_assets.py`, then "
+                f"`python scripts/reproduce.py --paper {slug} --scale real --write`."
+            )
+            out.append((readme, REAL_BLOCK, body))
     return out
 
 
@@ -196,14 +296,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if a README is out of date")
     args = parser.parse_args(argv)
-    stale = []
+    # Every block is rendered before any file is written: a missing marker leaves all as they were.
+    texts: dict[Path, str] = {}
     for path, markers, body in targets():
-        text = path.read_text()
-        new = replace_between(text, markers, body, path)
-        if new != text:
-            stale.append(path.relative_to(REPO_ROOT))
-            if not args.check:
-                path.write_text(new)
+        texts[path] = replace_between(texts.get(path) or path.read_text(), markers, body, path)
+    stale = [p.relative_to(REPO_ROOT) for p, new in texts.items() if new != p.read_text()]
+    if not args.check:
+        for path in stale:
+            (REPO_ROOT / path).write_text(texts[REPO_ROOT / path])
     if args.check and stale:
         print("out of date (run python scripts/render_tables.py):", *map(str, stale), sep="\n  ")
         return 1

@@ -425,14 +425,20 @@ def reading_order(readme: str, folder: Path) -> list[Path]:
 
 
 def regenerate_results(readme: str, slug: str, tables: ModuleType) -> str:
-    """The README with its results block rebuilt from ``results/toy.json`` / ``heldout.json``."""
+    """The README with its results block rebuilt from ``results/toy.json`` / ``heldout.json``,
+    and its "Real data" block from ``results/real.json`` (papers with a real rung)."""
+    blocks = []
     result = tables.load_result(slug, "toy.json")
-    if result is None:
-        return readme
-    body = tables.results_block(result, tables.load_result(slug, "heldout.json"))
-    begin, end = RESULTS_MARKERS
-    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
-    return pattern.sub(lambda _: f"{begin}\n{body}\n{end}", readme, count=1)
+    if result is not None:
+        body = tables.results_block(result, tables.load_result(slug, "heldout.json"))
+        blocks.append((RESULTS_MARKERS, body))
+    real = tables.load_result(slug, "real.json")
+    if real is not None:
+        blocks.append((tables.REAL_BLOCK, tables.real_block(real)))
+    for (begin, end), body in blocks:
+        pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
+        readme = pattern.sub(lambda _, b=begin, e=end, t=body: f"{b}\n{t}\n{e}", readme, count=1)
+    return readme
 
 
 class ReadmeLinks:
@@ -547,6 +553,21 @@ def claims_rows(result: dict | None, heldout: dict | None) -> list[list[str]]:
     return rows
 
 
+def real_claims_rows(real: dict | None) -> list[list[str]]:
+    """Per real-data claim: name, role, statement, threshold, measured and verdict."""
+    return [
+        [c["name"], c["role"], c["statement"], _number(c.get("threshold"))]
+        + [_number(c["measured"]), _verdict(c)]
+        for c in (real["claims"] if real else [])
+    ]
+
+
+def real_assets(real: dict | None) -> str:
+    """The assets a real-data results file read, as 'name (package version)'."""
+    assets = (real or {}).get("assets", [])
+    return ", ".join(f"{a['name']} ({a['package']} {a['version']})" for a in assets)
+
+
 def seeds_verdict(result: dict | None) -> str:
     """``pass`` when every role=="claim" entry passed, else how many of how many failed."""
     if result is None:
@@ -608,6 +629,7 @@ class SiteBuilder:
         links.rewrite(tokens)
         result = self.tables.load_result(paper.slug, "toy.json")
         heldout = self.tables.load_result(paper.slug, "heldout.json")
+        real = self.tables.load_result(paper.slug, "real.json")
         files = [
             {"name": f.name, "id": f.file_id, "html": Markup(render_source(f, self.note_md))}
             for f in paper.files
@@ -618,6 +640,11 @@ class SiteBuilder:
             readme=Markup(self.readme_md.render_tokens(tokens, str(readme_path))),
             nav=heading_nav(tokens),
             claims=claims_rows(result, heldout),
+            real_claims=real_claims_rows(real),
+            real_assets=", ".join(
+                f"{a['name']} ({a['package']} {a['version']})"
+                for a in (real or {}).get("assets", [])
+            ),
             files=files,
         )
         out = self.site / "papers" / paper.slug / "index.html"
@@ -630,6 +657,8 @@ class SiteBuilder:
             "href": f"papers/{paper.slug}/index.html",
             "claim_seeds": seeds_verdict(result),
             "heldout_seeds": seeds_verdict(heldout),
+            "real_data": self.tables.real_status(paper.slug),
+            "real_verdict": seeds_verdict(real) if real else None,
             "thumbnail": thumbnail,
         }
 

@@ -414,13 +414,15 @@ def _download(entry: Asset, folder: Path) -> Path:
             check=True,
         )
     elif entry.source == "debian":
-        if shutil.which("apt-get"):
+        fetched = shutil.which("apt-get") is not None and (
             subprocess.run(
                 ["apt-get", "download", "-qq", f"{entry.package}={entry.version}"],
                 cwd=folder,
-                check=True,
-            )
-        else:  # not a Debian machine: the same .deb from the archive's pool, same checksum
+                capture_output=True,
+            ).returncode
+            == 0
+        )
+        if not fetched:  # not Debian, or stale package lists: the same .deb from the pool
             with urllib.request.urlopen(entry.url, timeout=120) as response:  # noqa: S310
                 (folder / entry.archive).write_bytes(response.read())
     else:

@@ -57,7 +57,7 @@ def pytest_runtest_logreport(report):
     if "claim_cpu_s" in props:
         _CLAIM_TIMES.append(
             (
-                report.nodeid.split("[", 1)[-1].rstrip("]"),
+                props.get("claim_label") or report.nodeid.split("[", 1)[-1].rstrip("]"),
                 report.outcome,
                 props["claim_cpu_s"],
                 props["claim_wall_s"],
