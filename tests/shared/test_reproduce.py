@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 import shared.entry
-from shared.config import REPO_ROOT
+from shared.config import REPO_ROOT, real_papers
 from shared.entry import committed_results_path, paper_modules
 from tests.helpers import PAPERS
 
@@ -31,12 +31,14 @@ def reproduce(monkeypatch, tmp_path):
     monkeypatch.setattr(module, "committed_code", lambda: "f" * 40)  # this tree may be dirty
     calls = []
 
-    def fake_check_claims(slug, out_dir, seeds=None, overrides=()):
+    def fake_check_claims(slug, out_dir, seeds=None, overrides=(), scale=None):
         calls.append(seeds)
-        (out_dir / paper_modules(slug)[1].PLOT).write_bytes(b"png")
+        claims = paper_modules(slug)[1]
+        (out_dir / (claims.REAL_PLOT if scale == "real" else claims.PLOT)).write_bytes(b"png")
         claim = {"name": "c", "role": "claim", "measured": 1.0, "threshold": 1.0, "passed": True}
         return {
-            "scale": "toy",
+            "assets": [{"name": "stand-in"}] if scale == "real" else None,
+            "scale": scale or "toy",
             "seeds": seeds,
             "claims": [claim],
             "metrics": METRICS,
@@ -69,6 +71,22 @@ def test_write_saves_the_main_figure_beside_toy_json(reproduce, tmp_path):
     results = tmp_path / "papers" / "adamcb" / "results"
     assert (results / "toy.png").read_bytes() == b"png"
     assert json.loads((results / "toy.json").read_text())["seed_set"] == "claim"
+
+
+def test_scale_real_writes_real_json_with_its_assets(reproduce, tmp_path):
+    slug = real_papers()[0]
+    assert reproduce.main(["--paper", slug, "--scale", "real", "--write", "--no-progress"]) == 0
+    results = tmp_path / "papers" / slug / "results"
+    written = json.loads((results / "real.json").read_text())
+    assert written["seed_set"] == "real" and written["assets"] == [{"name": "stand-in"}]
+    assert written["command"].endswith("--scale real")
+    assert (results / "real.png").read_bytes() == b"png"
+    assert not (results / "toy.json").exists()
+    with pytest.raises(SystemExit, match="no held-out seed set"):
+        reproduce.main(["--paper", slug, "--scale", "real", "--heldout"])
+    without = next(p for p in PAPERS if p not in real_papers())
+    with pytest.raises(SystemExit):  # argparse: not a paper with a real rung
+        reproduce.main(["--paper", without, "--scale", "real"])
 
 
 def test_heldout_refuses_explicit_seeds(reproduce):
@@ -120,6 +138,18 @@ def test_every_committed_results_file_names_a_clean_commit_and_the_pin(slug, hel
     """What ``reproduce.py --write`` guarantees, checked on the files in the tree: a full
     commit hash (no ``-dirty``) and the pinned float path, as it took effect."""
     record = json.loads(committed_results_path(slug, heldout).read_text())
+    _assert_clean_and_pinned(record)
+
+
+@pytest.mark.parametrize("slug", real_papers())
+def test_every_committed_real_results_file_names_a_clean_commit_and_the_pin(slug):
+    path = committed_results_path(slug, scale="real")
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: python scripts/reproduce.py --paper {slug} --scale real")
+    _assert_clean_and_pinned(json.loads(path.read_text()))
+
+
+def _assert_clean_and_pinned(record: dict) -> None:
     assert re.fullmatch(r"[0-9a-f]{40}", record["git_commit"]), record["git_commit"]
     assert record["float_path"]["mode"] == "pinned", record["float_path"]
     assert record["float_path"]["holds"] is True, record["float_path"]
