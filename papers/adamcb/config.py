@@ -15,6 +15,9 @@ class DataConfig:
     name: str = (
         "digits"  # digits (toy, bundled with scikit-learn) | mnist | fashion_mnist | cifar10
     )
+    # where mnist / fashion_mnist / cifar10 come from: folder (data.root, torchvision's layout)
+    # | asset (the pinned package asset of shared/assets.py, the real rung; fashion_mnist only)
+    source: str = "folder"
     root: str | None = None  # local folder of the paper-scale data set; never downloaded
     n_train: int | None = None  # first n of a seeded permutation of the training set; None: all
     subset_seed: int = 0  # seed of that permutation (fixed across training seeds)

@@ -7,6 +7,11 @@ leave (so an existing ``data/`` folder works as is); nothing is ever downloaded:
 * Fashion-MNIST: ``<root>/FashionMNIST/raw/`` with the same file names
 * CIFAR-10:      ``<root>/cifar-10-batches-py/{data_batch_1..5,test_batch}``
 
+The real rung (``data.source=asset``) reads Fashion-MNIST's four IDX files out of the pinned
+asset cache instead (``shared.assets.require("fashion_mnist")``: the Debian package
+``dataset-fashion-mnist``, fetched once by ``python scripts/fetch_assets.py``), with the shared
+IDX reader ``shared.idx.read_idx``; it never downloads either.
+
 The readers are written here rather than taken from torchvision because PyPI's torchvision
 does not import beside the CPU torch build this repository pins.
 """
@@ -29,6 +34,10 @@ DIGITS_PIXEL_MAX = 16.0  # load_digits pixels are integers in [0, 16]
 CIFAR_SHAPE = (3, 32, 32)
 CIFAR_TRAIN_BATCHES = 5
 IDX_FOLDERS = {"mnist": "MNIST", "fashion_mnist": "FashionMNIST"}
+# data.name -> the asset (shared/assets.py) that ships it, for data.source=asset
+ASSET_SETS = {"fashion_mnist": "fashion_mnist"}
+IMAGE_SIDE = 28  # MNIST-format images are 28 x 28
+NUM_CLASSES = 10
 
 
 @dataclass
@@ -88,6 +97,72 @@ def load_paper_data(
         )
     folder = dataset_folder(name, root)
     split = _read_cifar10(folder) if name == "cifar10" else _read_idx_split(folder)
+    return _normalise_and_subset(split, name, mean, std, n_train, subset_seed)
+
+
+def load_asset_data(
+    name: str,
+    mean: list[float],
+    std: list[float],
+    n_train: int | None = None,
+    subset_seed: int = 0,
+) -> Split:
+    """``name`` (Fashion-MNIST) from the verified asset cache, normalised, optionally subset.
+
+    Raises:
+        shared.assets.AssetError: the asset is missing or corrupt (names the fetch command).
+        ValueError: a file is not the IDX array it should be, naming the file.
+    """
+    from shared.assets import require
+
+    if name not in ASSET_SETS:
+        raise ValueError(
+            f"data.source=asset has no asset for data.name={name!r}; "
+            f"assets: {sorted(ASSET_SETS)} (else use data.source=folder with data.root)"
+        )
+    files = require(ASSET_SETS[name])  # {file name: verified Path}
+    split = Split(
+        *_read_asset_pair(files, "train"),
+        *_read_asset_pair(files, "t10k"),
+    )
+    return _normalise_and_subset(split, name, mean, std, n_train, subset_seed)
+
+
+def _read_asset_pair(files: dict[str, Path], prefix: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The images (N, 1, 28, 28) in [0, 1] and labels (N,) of one split of an IDX asset,
+    each file checked for its shape, dtype and label range (errors name the file)."""
+    from shared.idx import read_idx as read_idx_file
+
+    image_path = files[f"{prefix}-images-idx3-ubyte.gz"]
+    label_path = files[f"{prefix}-labels-idx1-ubyte.gz"]
+    images = read_idx_file(image_path)  # (N, 28, 28) uint8
+    labels = read_idx_file(label_path)  # (N,) uint8
+    if images.dtype != np.uint8 or images.shape[1:] != (IMAGE_SIDE, IMAGE_SIDE):
+        raise ValueError(
+            f"{image_path}: expected uint8 images of shape (N, {IMAGE_SIDE}, {IMAGE_SIDE}), "
+            f"got {images.dtype} {images.shape}"
+        )
+    if labels.dtype != np.uint8 or labels.ndim != 1 or len(labels) != len(images):
+        raise ValueError(
+            f"{label_path}: expected {len(images)} uint8 labels (one per image of "
+            f"{image_path.name}), got {labels.dtype} {labels.shape}"
+        )
+    if labels.size and int(labels.max()) >= NUM_CLASSES:
+        raise ValueError(f"{label_path}: label {int(labels.max())} outside 0..{NUM_CLASSES - 1}")
+    x = torch.from_numpy(images.astype(np.float32) / PIXEL_MAX).unsqueeze(1)  # (N, 1, 28, 28)
+    return x, torch.from_numpy(labels.astype(np.int64))
+
+
+def _normalise_and_subset(
+    split: Split,
+    name: str,
+    mean: list[float],
+    std: list[float],
+    n_train: int | None,
+    subset_seed: int,
+) -> Split:
+    """Per-channel ``(x - mean) / std`` on both splits; then, if ``n_train`` is set, the first
+    ``n_train`` of ``default_rng(subset_seed).permutation`` of the training set."""
     channels = split.x_train.shape[1]
     if len(mean) != channels or len(std) != channels:
         raise ValueError(f"data.mean/std need {channels} values for {name}, got {mean}, {std}")

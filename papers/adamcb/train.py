@@ -23,9 +23,11 @@ from torch.nn import functional as F
 from papers.adamcb.claims import LABELS
 from papers.adamcb.config import Config
 from papers.adamcb.data import (
+    ASSET_SETS,
     IDX_FOLDERS,
     Split,
     dataset_folder,
+    load_asset_data,
     load_paper_data,
     make_toy_data,
 )
@@ -85,14 +87,27 @@ def make_sampler(kind: str, n: int, cfg: Config, seed: int):
     raise ValueError(f"unknown sampler kind {kind!r}")
 
 
+# The real rung (configs/adamcb/real.yaml) reads Fashion-MNIST from this pinned asset;
+# shared/entry.py checks it is fetched and verified before any work.
+REAL_ASSETS = ("fashion_mnist",)
+DATA_SOURCES = ("folder", "asset")
+
+
 def preflight(cfg: Config) -> list[str]:
     """What a paper-scale run lacks before it starts (``shared/preflight.py``): ``data.root``
-    must be set and hold the chosen data set's folder (``data.dataset_folder``)."""
+    must be set and hold the chosen data set's folder (``data.dataset_folder``), or, with
+    ``data.source=asset``, the data set must be one that an asset ships."""
     d = cfg.data
     if d.name == "digits":  # bundled with scikit-learn
         return []
     if d.name not in (*IDX_FOLDERS, "cifar10"):
         return [f"data.name={d.name} is unknown (digits, mnist, fashion_mnist or cifar10)"]
+    if d.source not in DATA_SOURCES:
+        return [f"data.source={d.source} is unknown ({' or '.join(DATA_SOURCES)})"]
+    if d.source == "asset":
+        if d.name not in ASSET_SETS:
+            return [f"data.source=asset ships only {sorted(ASSET_SETS)}, not data.name={d.name}"]
+        return []  # the asset itself is checked by shared/entry.py (REAL_ASSETS)
     layout = "torchvision's layout, see papers/adamcb/data.py; Nothing is downloaded"
     if d.root is None or str(d.root) == "":
         return [f"data.root is not set: pass data.root=/path/to/folder holding {d.name} ({layout})"]
@@ -102,10 +117,25 @@ def preflight(cfg: Config) -> list[str]:
     return []
 
 
+def real_preflight(cfg: Config) -> list[str]:
+    """The real rung's own checks (beside its assets'): Fashion-MNIST from the asset."""
+    problems = preflight(cfg)
+    if cfg.data.source != "asset" or cfg.data.name not in ASSET_SETS:
+        problems.append(
+            f"scale=real reads a pinned asset: needs data.source=asset and data.name in "
+            f"{sorted(ASSET_SETS)}, got data.source={cfg.data.source}, data.name={cfg.data.name}"
+        )
+    return problems
+
+
 def load_data(cfg: Config) -> Split:
     d = cfg.data
     if d.name == "digits":
         return make_toy_data(d.n_train, d.subset_seed)
+    if d.source == "asset":
+        return load_asset_data(d.name, d.mean, d.std, d.n_train, d.subset_seed)
+    if d.source != "folder":
+        raise ValueError(f"data.source={d.source!r} is unknown: {' or '.join(DATA_SOURCES)}")
     return load_paper_data(d.name, d.root, d.mean, d.std, d.n_train, d.subset_seed)
 
 
