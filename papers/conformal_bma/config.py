@@ -15,13 +15,22 @@ class CandidateConfig:
     degree: int = 1  # features [1, x, ..., x^degree] per input column
     variance: str = "constant"  # constant (h = 1) | abs_linear (h = (offset + |x|_1)^2)
     variance_offset: float = 0.2
+    # Real tables: the input columns the model reads, by name (a feature subset, brief Sec. 6);
+    # None: every input column. An unknown name is refused, listing the table's columns.
+    columns: list[str] | None = None
 
 
 @dataclass
 class SettingConfig:
     """One data setting and its candidate models (brief Sec. 5 settings A and B)."""
 
-    source: str = "simulated"  # simulated | california_housing | diabetes
+    # simulated | diabetes (scikit-learn's bundled table, through shared.assets) |
+    # california_housing (scikit-learn's local cache under data_root) | csv (any numeric table)
+    source: str = "simulated"
+    # source=csv: the file, and the name of its response column; every other column is an
+    # input (a missing column or a value that is not numeric is refused, naming file and column)
+    path: str | None = None
+    target: str | None = None
     # simulated: y = sum_k coefficients[k] x^k + noise_scale * s(x) * N(0, 1), x ~ U(x_low, x_high)
     coefficients: list[float] = field(default_factory=lambda: [0.5, 1.0, 1.5])
     noise: str = "constant"  # constant (s = 1) | abs_linear (s = noise_offset + |x|)
@@ -68,3 +77,7 @@ class Config(ExperimentConfig):
     standardise: bool = False  # standardise x and y on the training split (real data)
     plot_x_points: int = 60  # x values of the prediction-band plot
     checkpoint_every: int = 10  # replications between checkpoints
+    # Also report every interval's mean length relative to the shortest and the longest
+    # single-candidate CB length (length_over_best_cb, length_over_worst_cb) and CBMA's mean
+    # weight on each candidate at the true y (weight_<model>): the real rung's claims
+    compare_candidates: bool = False

@@ -56,20 +56,27 @@ class ModelSpec:
     Features are $[1, x, x^2, \dots, x^{\text{degree}}]$ per input column (no interactions).
     ``variance`` is ``"constant"`` ($h \equiv 1$) or ``"abs_linear"``
     ($h(x) = (c + \lVert x \rVert_1)^2$ with ``c = variance_offset``, the toy's setting B).
+    ``columns`` picks the input columns the model reads (a feature subset of a real table,
+    brief Sec. 6); None reads them all.
     """
 
     name: str
     degree: int
     variance: str = "constant"
     variance_offset: float = 0.2
+    columns: tuple[int, ...] | None = None
+
+    def _inputs(self, x: np.ndarray) -> np.ndarray:
+        x = _as_2d(x)  # (n, d)
+        return x if self.columns is None else x[:, list(self.columns)]  # (n, d')
 
     def features(self, x: np.ndarray) -> np.ndarray:
-        x = _as_2d(x)  # (n, d)
+        x = self._inputs(x)  # (n, d')
         powers = [x**k for k in range(1, self.degree + 1)]
-        return np.concatenate([np.ones((x.shape[0], 1)), *powers], axis=1)  # (n, 1 + d*deg)
+        return np.concatenate([np.ones((x.shape[0], 1)), *powers], axis=1)  # (n, 1 + d'*deg)
 
     def variance_profile(self, x: np.ndarray) -> np.ndarray:
-        x = _as_2d(x)
+        x = self._inputs(x)
         if self.variance == "constant":
             return np.ones(x.shape[0])
         if self.variance == "abs_linear":
@@ -77,7 +84,7 @@ class ModelSpec:
         raise ValueError(f"unknown variance profile {self.variance!r}: constant or abs_linear")
 
     def n_params(self, x_dim: int) -> int:
-        return 1 + x_dim * self.degree
+        return 1 + (x_dim if self.columns is None else len(self.columns)) * self.degree
 
 
 def _as_2d(x: np.ndarray) -> np.ndarray:

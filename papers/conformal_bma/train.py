@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 from scipy.special import logsumexp
 
-from papers.conformal_bma.claims import LABELS
+from papers.conformal_bma.claims import LABELS, REAL_LABELS, REAL_PLOT
 from papers.conformal_bma.config import Config, SettingConfig
-from papers.conformal_bma.data import load_real, simulate
+from papers.conformal_bma.data import RealTable, load_real, simulate
 from papers.conformal_bma.method import (
     ModelSpec,
     NIGPrior,
@@ -39,10 +39,25 @@ HAS_TRAINABLE_PARAMETERS = False  # a statistics paper: nothing is trained
 METHODS = ("cb", "cbma", "cbma_frozen", "bma_credible", "split_conformal")
 # What fetch_california_housing(data_home=data_root) reads (scikit-learn's Python 3 cache name).
 CALIFORNIA_CACHE = "cal_housing_py3.pkz"
+# scale=real: the pinned assets the entry point verifies before any work (shared/assets.py).
+REAL_ASSETS = ("diabetes",)
 
 
-def candidate_specs(setting: SettingConfig) -> list[ModelSpec]:
-    return [ModelSpec(m.name, m.degree, m.variance, m.variance_offset) for m in setting.models]
+def candidate_specs(setting: SettingConfig, table: RealTable | None = None) -> list[ModelSpec]:
+    """The candidates of a setting; a candidate's ``columns`` (names) become indices into the
+    real table's input columns (simulated data have one input and take none)."""
+    specs = []
+    for m in setting.models:
+        columns = None
+        if m.columns is not None:
+            if table is None:
+                raise ValueError(
+                    f"model {m.name!r} names columns {m.columns}, but only a real table has "
+                    "named columns (simulated data have one input)"
+                )
+            columns = table.column_indices(m.columns, m.name)
+        specs.append(ModelSpec(m.name, m.degree, m.variance, m.variance_offset, columns))
+    return specs
 
 
 def log_model_prior(name: str, setting: SettingConfig) -> np.ndarray:
@@ -135,7 +150,7 @@ def draw_replication(setting: SettingConfig, cfg: Config, rng, real=None):
     if setting.source == "simulated":
         x, y = simulate(setting, n_total, rng)
     else:
-        X, Y = real
+        X, Y = real.X, real.y
         if n_total > len(Y):
             raise ValueError(f"n_train + n_test = {n_total} exceeds the {len(Y)} data points")
         pick = rng.choice(len(Y), size=n_total, replace=False)
@@ -143,6 +158,7 @@ def draw_replication(setting: SettingConfig, cfg: Config, rng, real=None):
     x_tr, y_tr, x_te, y_te = x[:n_train], y[:n_train], x[n_train:], y[n_train:]
     if cfg.standardise:
         mu_x, sd_x = x_tr.mean(axis=0), x_tr.std(axis=0)
+        sd_x = np.where(sd_x > 0, sd_x, 1.0)  # a column constant on this split stays as is
         mu_y, sd_y = y_tr.mean(), y_tr.std()
         x_tr, x_te = (x_tr - mu_x) / sd_x, (x_te - mu_x) / sd_x
         y_tr, y_te = (y_tr - mu_y) / sd_y, (y_te - mu_y) / sd_y
@@ -164,7 +180,8 @@ def run_setting(
     logger: MetricsLogger | None = None,
 ) -> RunOutput:
     """All replications of one setting; returns per-method coverage and mean set size."""
-    models = candidate_specs(setting)
+    real = None if setting.source == "simulated" else load_real(setting, cfg.data_root)
+    models = candidate_specs(setting, real)
     prior = NIGPrior(cfg.prior.g, cfg.prior.a0, cfg.prior.b0)
     log_prior = log_model_prior(name, setting)
     names = method_names(setting, cfg.methods)
@@ -172,7 +189,6 @@ def run_setting(
         names = [n for n in names if n not in ("bma_credible", "split_conformal")]
     n_train, _, replications = sizes(setting, cfg)
     true_idx = next((k for k, m in enumerate(models) if m.name == setting.true_model), None)
-    real = None if setting.source == "simulated" else load_real(setting.source, cfg.data_root)
 
     def one_replication(rep: int, rng: np.random.Generator) -> dict[str, list[float]]:
         records: dict[str, list[float]] = {}
@@ -214,6 +230,9 @@ def run_setting(
                         add(f"{method}/size", set_size(pv[:-1], cfg.alpha, step))
             if true_idx is not None:
                 add("cbma/true_model_weight", float(np.exp(out["log_weights"][true_idx, -1])))
+            if cfg.compare_candidates:  # omega_k(Y_true) of every candidate
+                for k, m in enumerate(models):
+                    add(f"cbma/weight_{m.name}", float(np.exp(out["log_weights"][k, -1])))
             if "bma_credible" in names:
                 low, high = bma_credible_interval(
                     posteriors, models, x_new, grid, cfg.alpha, out["frozen_log_weights"]
@@ -250,7 +269,28 @@ def run_setting(
         )
     if records.get("cbma/true_model_weight"):
         metrics["cbma.true_model_weight"] = float(np.mean(records["cbma/true_model_weight"]))
+    if cfg.compare_candidates:
+        metrics.update(candidate_comparison(metrics, [m.name for m in models]))
+        for m in models:
+            metrics[f"cbma.weight_{m.name}"] = float(np.mean(records[f"cbma/weight_{m.name}"]))
     return RunOutput(metrics=metrics)
+
+
+def candidate_comparison(metrics: dict[str, float], candidates: list[str]) -> dict[str, float]:
+    """Every method's mean length over the shortest and over the longest single-candidate CB
+    mean length (``<method>.length_over_best_cb``, ``<method>.length_over_worst_cb``): the real
+    rung asks CBMA to be about as short as the best candidate, which is not known in advance."""
+    cb = [metrics[f"cb_{name}.length"] for name in candidates if f"cb_{name}.length" in metrics]
+    if not cb:
+        raise ValueError("compare_candidates needs the cb method (one row per candidate)")
+    best, worst = min(cb), max(cb)
+    out = {}
+    for key, value in metrics.items():
+        if key.endswith(".length"):
+            method = key[: -len(".length")]
+            out[f"{method}.length_over_best_cb"] = value / best
+            out[f"{method}.length_over_worst_cb"] = value / worst
+    return out
 
 
 def plot_bands(cfg: Config, path: Path) -> None:
@@ -312,20 +352,78 @@ def plot_bands(cfg: Config, path: Path) -> None:
 
 
 def preflight(cfg: Config) -> list[str]:
-    """Paper scale reads California housing from scikit-learn's local cache (nothing is
-    downloaded): name an unset or absent ``data_root`` or a missing cache file, before any work.
-    Settings on simulated or bundled data (``diabetes``) need nothing."""
-    sources = {s.source for s in enabled_settings(cfg.settings).values()}
-    if "california_housing" not in sources:
-        return []
+    """Name every missing local file before any work (nothing is downloaded): California
+    housing's cache under ``data_root`` and a csv setting's file. Settings on simulated data
+    need nothing; ``diabetes`` is checked by its asset (``REAL_ASSETS``, scale=real)."""
+    settings = enabled_settings(cfg.settings)
+    problems = []
+    for name, setting in settings.items():
+        if setting.source == "csv":
+            if not setting.path or not setting.target:
+                problems.append(
+                    f"settings.{name}: a csv source needs path (the file) and target (its "
+                    f"response column), got path={setting.path!r}, target={setting.target!r}"
+                )
+            elif not Path(setting.path).expanduser().is_file():
+                problems.append(f"settings.{name}.path={setting.path} does not exist")
+    if "california_housing" not in {s.source for s in settings.values()}:
+        return problems
     hint = (
         " (a local folder holding scikit-learn's California housing cache "
         f"{CALIFORNIA_CACHE}; nothing is downloaded, see configs/conformal_bma/paper.yaml)"
     )
-    problems = missing_paths({"data_root": cfg.data_root}, hint)
-    if not problems and not (Path(cfg.data_root).expanduser() / CALIFORNIA_CACHE).is_file():
-        problems.append(f"data_root={cfg.data_root} lacks {CALIFORNIA_CACHE}{hint}")
-    return problems
+    found = missing_paths({"data_root": cfg.data_root}, hint)
+    if not found and not (Path(cfg.data_root).expanduser() / CALIFORNIA_CACHE).is_file():
+        found.append(f"data_root={cfg.data_root} lacks {CALIFORNIA_CACHE}{hint}")
+    return problems + found
+
+
+real_preflight = preflight  # scale=real: the same local-file checks beside REAL_ASSETS'
+
+
+def plot_real(cfg: Config, results: Results, path: Path) -> None:
+    """The real settings' coverage and mean length per method, and CBMA's mean weight on each
+    candidate at the true y (one row of panels per real setting)."""
+    settings = {
+        name: s for name, s in enabled_settings(cfg.settings).items() if s.source != "simulated"
+    }
+    if not settings:
+        return
+    fig, axes = plt.subplots(
+        len(settings), 3, figsize=(14.0, 3.6 * len(settings)), dpi=120, squeeze=False
+    )
+    for row, (name, setting) in zip(axes, settings.items(), strict=True):
+        methods = [
+            m
+            for m in method_names(setting, cfg.methods)
+            if f"{name}/{m}" in results and "length" in results[f"{name}/{m}"]
+        ]
+        labels = [REAL_LABELS.get(f"{name}/{m}", m) for m in methods]
+        ticks = np.arange(len(methods))
+        for ax, metric in zip(row[:2], ("coverage", "length"), strict=True):
+            values = [float(np.mean(results[f"{name}/{m}"][metric])) for m in methods]
+            colors = ["C3" if m == "cbma" else "C0" for m in methods]
+            ax.bar(ticks, values, color=colors)
+            for t, v in zip(ticks, values, strict=True):
+                ax.text(t, v, f"{v:.3f}", ha="center", va="bottom", fontsize=7)
+            ax.set_xticks(ticks, labels, rotation=30, ha="right", fontsize=7)
+            ax.set_title(f"{name}: mean {metric}", fontsize=9)
+        row[0].axhline(1.0 - cfg.alpha, color="k", linestyle="--", linewidth=1.0, label="1 - α")
+        lowest = min(float(np.mean(results[f"{name}/{m}"]["coverage"])) for m in methods)
+        row[0].set_ylim(min(0.8, lowest - 0.05), 1.0)
+        row[0].legend(frameon=False, fontsize=7)
+        row[1].set_ylabel("set size (training sd of y)" if cfg.standardise else "set size")
+        weights = [
+            float(np.mean(results[f"{name}/cbma"].get(f"weight_{m.name}", [np.nan])))
+            for m in setting.models
+        ]
+        row[2].bar(np.arange(len(weights)), weights, color="C2")
+        row[2].set_xticks(np.arange(len(weights)), [m.name for m in setting.models], fontsize=7)
+        row[2].set_ylim(0.0, 1.0)
+        row[2].set_title(f"{name}: CBMA's mean weight ω_k(Y_true)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
 
 
 def run(cfg: Config, out_dir: Path) -> Results:
@@ -344,6 +442,7 @@ def run(cfg: Config, out_dir: Path) -> Results:
     )
     results = by_setting(per_setting)
     plot_bands(cfg, Path(out_dir) / "prediction_bands.png")
+    plot_real(cfg, results, Path(out_dir) / REAL_PLOT)
     return results
 
 

@@ -32,15 +32,14 @@ def test_exact_coverage_formula():
 
 
 def test_real_data_is_local_only(tmp_path):
-    X, y = load_real("diabetes", None)  # bundled with scikit-learn
-    assert X.shape == (442, 10) and y.shape == (442,)
+    california = SettingConfig(source="california_housing")
     with pytest.raises(FileNotFoundError, match="data_root"):
-        load_real("california_housing", None)
+        load_real(california, None)
     with pytest.raises(FileNotFoundError, match="Nothing is downloaded"):
-        load_real("california_housing", str(tmp_path))
+        load_real(california, str(tmp_path))
     assert not list(tmp_path.rglob("*.pkz"))
     with pytest.raises(ValueError, match="unknown data source"):
-        load_real("imagenet", None)
+        load_real(SettingConfig(source="imagenet"), None)
 
 
 @pytest.mark.smoke
