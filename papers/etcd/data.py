@@ -6,13 +6,23 @@ functions return weights 0/1; :func:`sample_weights` draws the official random w
 (random sign times U(0.5, 2), redrawn until faithful) and :func:`simulate` draws data
 $V = (I - B)^{-1} e$ with strongly non-Gaussian noise $u^7$, $u \sim U(-1, 1)$, and returns
 only the observed rows, shape (p_obs, n).
+
+The real rung reads two data sets from the pinned asset cache (never downloading):
+:func:`load_holzinger_swineford` (301 pupils x 9 test scores, three known ability clusters)
+and :func:`load_sachs` (11 proteins in single cells, observational rows, and the 18-edge
+consensus graph); :func:`prepare` rescales them once.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+
+HS_FILE = "holzinger_swineford39_data.csv"  # file names inside the assets (shared/assets.py)
+SACHS_DATA_FILE = "cyto_full_data.csv"
+SACHS_TARGET_FILE = "cyto_full_target.csv"
 
 
 @dataclass
@@ -237,3 +247,232 @@ def random_pure_children_graph(
             child = new_observed()
             edges += [(latent, child), (other, child)]
     return _structure(latents + observed, n_latent, edges)
+
+
+# ------------------------------------------------------------------------------------------
+# Real data (the real rung): files that packages ship, read from the pinned asset cache
+# ------------------------------------------------------------------------------------------
+HS_FACTORS = {  # Holzinger & Swineford (1939): three abilities, three tests each
+    "visual": ("x1", "x2", "x3"),  # visual perception, cubes, lozenges
+    "textual": ("x4", "x5", "x6"),  # paragraph comprehension, sentence completion, word meaning
+    "speed": ("x7", "x8", "x9"),  # speeded addition, counting dots, straight-curved capitals
+}
+HS_ROWS = 301  # pupils (Pasteur and Grant-White schools)
+
+SACHS_PROTEINS = (
+    "praf",
+    "pmek",
+    "plcg",
+    "PIP2",
+    "PIP3",
+    "p44/42",
+    "pakts473",
+    "PKA",
+    "PKC",
+    "P38",
+    "pjnk",
+)
+# The nine "general perturbation" conditions of Sachs et al. (2005), cells per condition, in
+# the order the pooled file concatenates them (verified: a mean-shift scan of the log data
+# finds a change point at each cumulative boundary, and the first row is the first cell of
+# the CD3/CD28 file). Only the first condition, CD3/CD28 stimulation alone, intervenes on no
+# protein of the network: it is the observational data set (853 cells).
+SACHS_CONDITIONS = (
+    ("cd3cd28", 853),
+    ("cd3cd28+icam2", 902),
+    ("cd3cd28+aktinhib", 911),
+    ("cd3cd28+g0076", 723),
+    ("cd3cd28+psitect", 810),
+    ("cd3cd28+u0126", 799),
+    ("cd3cd28+ly", 848),
+    ("pma", 913),
+    ("b2camp", 707),
+)
+SACHS_ROWS = sum(size for _, size in SACHS_CONDITIONS)  # 7,466
+SACHS_OBSERVATIONAL_ROWS = SACHS_CONDITIONS[0][1]  # 853
+SACHS_ROW_SETS = ("observational", "all")
+SACHS_CONSENSUS_EDGES = 18  # the consensus graph of cyto_full_target.csv
+
+
+@dataclass
+class RealDataset:
+    """A real data set and what is known about its structure.
+
+    Attributes:
+        name: the data set's name (a ``graphs`` entry of the config).
+        X: data, shape (p, n), one row per variable, as read (no transformation).
+        names: one name per variable (row of ``X``).
+        clusters: for a measurement model, the known cluster of each variable (one label per
+            row, e.g. the ability a test measures); ``None`` if not known.
+        cluster_names: the label of each cluster id in ``clusters``.
+        edges: a known (cause, effect) graph over ``names``; ``None`` if not known.
+        source: where the file came from (package, version, file).
+    """
+
+    name: str
+    X: np.ndarray
+    names: list[str]
+    clusters: np.ndarray | None = None
+    cluster_names: list[str] | None = None
+    edges: list[tuple[str, str]] | None = None
+    source: str = ""
+
+    def adjacency(self) -> np.ndarray:
+        """The known graph as a (p, p) 0/1 matrix, ``[effect, cause] = 1``."""
+        if self.edges is None:
+            raise ValueError(f"{self.name} has no known graph")
+        index = {name: i for i, name in enumerate(self.names)}
+        A = np.zeros((len(self.names), len(self.names)))
+        for cause, effect in self.edges:
+            A[index[effect], index[cause]] = 1.0
+        return A
+
+
+def read_csv_table(path: Path, columns: tuple[str, ...] | list[str], rows: int | None = None):
+    """A CSV file as a ``pandas.DataFrame``, refusing anything unexpected with one clear error
+    that names the file.
+
+    Args:
+        path: the file.
+        columns: columns that must be present (others are kept but not checked).
+        rows: the exact number of data rows expected, if known.
+
+    Returns:
+        The table.
+
+    Raises:
+        ValueError: the file is unreadable or not CSV, lacks a column, has the wrong number
+            of rows, or has a missing or non-numeric value in a numeric ``columns`` entry.
+    """
+    import pandas as pd
+
+    path = Path(path)
+    try:
+        table = pd.read_csv(path)
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise ValueError(f"{path}: not a readable CSV file ({type(err).__name__}: {err})") from err
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {missing}; found {list(table.columns)}")
+    if rows is not None and len(table) != rows:
+        raise ValueError(f"{path}: expected {rows} data rows, found {len(table)} (truncated?)")
+    return table
+
+
+def _numeric_block(table, path: Path, columns: tuple[str, ...] | list[str]) -> np.ndarray:
+    """The ``columns`` of ``table`` as a finite float array (n, len(columns))."""
+    import pandas as pd
+
+    block = table[list(columns)].apply(pd.to_numeric, errors="coerce").to_numpy(np.float64)
+    bad = np.argwhere(~np.isfinite(block))
+    if bad.size:
+        row, col = bad[0]
+        raise ValueError(
+            f"{path}: column {columns[col]!r} has a missing or non-numeric value in data row "
+            f"{int(row) + 1} ({len(bad)} bad cell(s) in all)"
+        )
+    return block
+
+
+def _asset_files(name: str) -> dict[str, Path]:
+    from shared.assets import require
+
+    return require(name)  # verified paths, or AssetError naming the fetch command
+
+
+def load_holzinger_swineford(path: Path | None = None) -> RealDataset:
+    """Holzinger & Swineford (1939): 301 pupils x 9 test scores x1..x9.
+
+    The known measurement structure: x1-x3 measure a visual, x4-x6 a textual and x7-x9 a
+    speed ability (the classic three-factor model; the abilities are correlated, their
+    causal order is not known).
+
+    Args:
+        path: the CSV (default: the ``holzinger_swineford`` asset, semopy 2.3.11).
+
+    Returns:
+        The data set, X of shape (9, 301), clusters 0/1/2 = visual/textual/speed.
+    """
+    path = Path(path) if path is not None else _asset_files("holzinger_swineford")[HS_FILE]
+    names = [x for indicators in HS_FACTORS.values() for x in indicators]
+    table = read_csv_table(path, names, rows=HS_ROWS)
+    X = _numeric_block(table, path, names).T  # (9, 301)
+    clusters = np.array([k for k, tests in enumerate(HS_FACTORS.values()) for _ in tests])
+    return RealDataset(
+        name="holzinger_swineford",
+        X=X,
+        names=names,
+        clusters=clusters,
+        cluster_names=list(HS_FACTORS),
+        source=f"semopy 2.3.11: semopy/examples/{HS_FILE}",
+    )
+
+
+def load_sachs(
+    rows: str = "observational",
+    data_path: Path | None = None,
+    target_path: Path | None = None,
+) -> RealDataset:
+    """Sachs et al. (2005): flow cytometry of 11 phosphorylated proteins and phospholipids in
+    single human T cells, and the 18-edge consensus signalling graph.
+
+    Args:
+        rows: ``"observational"``: the first 853 cells (CD3/CD28 stimulation, no intervention
+            on the network); ``"all"``: all 7,466 cells of the nine conditions pooled.
+        data_path: the data CSV (default: the ``sachs`` asset, cdt 0.6.0).
+        target_path: the consensus graph CSV (columns Cause, Effect).
+
+    Returns:
+        The data set, X of shape (11, n) in raw intensities, with the consensus edges.
+    """
+    if rows not in SACHS_ROW_SETS:
+        raise ValueError(f"Sachs rows must be one of {SACHS_ROW_SETS}, got {rows!r}")
+    if data_path is None or target_path is None:
+        files = _asset_files("sachs")
+        data_path = data_path or files[SACHS_DATA_FILE]
+        target_path = target_path or files[SACHS_TARGET_FILE]
+    data_path, target_path = Path(data_path), Path(target_path)
+    table = read_csv_table(data_path, SACHS_PROTEINS, rows=SACHS_ROWS)
+    X = _numeric_block(table, data_path, SACHS_PROTEINS).T  # (11, 7466)
+    if np.any(X <= 0):
+        raise ValueError(f"{data_path}: intensities must be positive (the rung takes logs)")
+    if rows == "observational":
+        X = X[:, :SACHS_OBSERVATIONAL_ROWS]
+    target = read_csv_table(target_path, ("Cause", "Effect"), rows=SACHS_CONSENSUS_EDGES)
+    edges = [(str(c), str(e)) for c, e in zip(target["Cause"], target["Effect"], strict=True)]
+    unknown = sorted({v for edge in edges for v in edge} - set(SACHS_PROTEINS))
+    if unknown:
+        raise ValueError(f"{target_path}: edges name unknown variable(s) {unknown}")
+    return RealDataset(
+        name="sachs",
+        X=X,
+        names=list(SACHS_PROTEINS),
+        edges=edges,
+        source=f"cdt 0.6.0: cdt/data/resources/{SACHS_DATA_FILE}, {SACHS_TARGET_FILE}",
+    )
+
+
+def prepare(X: np.ndarray, log: bool = False, standardize: bool = True) -> np.ndarray:
+    """The transformation applied once before any method runs.
+
+    Args:
+        X: data (p, n).
+        log: take natural logarithms first (positive intensities, e.g. Sachs).
+        standardize: z-score each variable (mean 0, variance 1). ETCD's HSIC uses a fixed
+            kernel width 1 on its inputs (brief Sec. 3.1), which the simulated data's unit
+            noise scale matches; real variables come in arbitrary units (Sachs intensities
+            run to thousands), so each variable is put on that scale once. This is a
+            per-variable rescaling of the data, which keeps a linear SEM linear, not the
+            per-test z-scoring the brief warns against (Sec. 3.4).
+
+    Returns:
+        The transformed data, (p, n).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if log:
+        if np.any(X <= 0):
+            raise ValueError("log transform needs positive data")
+        X = np.log(X)
+    if standardize:
+        X = (X - X.mean(axis=1, keepdims=True)) / X.std(axis=1, keepdims=True)
+    return X

@@ -782,3 +782,117 @@ def observed_edge_f1(
     if true.shape != est.shape:
         raise ValueError(f"observed blocks differ in shape: {true.shape} vs {est.shape}")
     return _f1(int(np.count_nonzero(true & est)), int(est.sum()), int(true.sum()))
+
+
+# ------------------------------------------------------------------------------------------
+# Metrics of the real rung: indicator clusters and edges against a known graph
+# ------------------------------------------------------------------------------------------
+def _pairs(counts: np.ndarray) -> float:
+    """Sum of C(c, 2) over the counts."""
+    counts = np.asarray(counts, dtype=np.float64)
+    return float(np.sum(counts * (counts - 1) / 2))
+
+
+def adjusted_rand_index(labels_true: Sequence[int], labels_pred: Sequence[int]) -> float:
+    """Adjusted Rand index of two partitions (Hubert & Arabie, 1985).
+
+    ``ARI = (Σ_ij C(n_ij, 2) - E) / (½ [Σ_i C(a_i, 2) + Σ_j C(b_j, 2)] - E)`` with
+    ``E = Σ_i C(a_i, 2) Σ_j C(b_j, 2) / C(n, 2)``, where ``n_ij`` is the contingency table
+    and a, b its margins: 1 for identical partitions, about 0 for independent ones. When both
+    partitions are the same trivial one (all in one cluster, or all singletons) the ratio is
+    0/0 and the value is 1, as in scikit-learn.
+
+    Args:
+        labels_true: one cluster label per item.
+        labels_pred: one cluster label per item, same length.
+
+    Returns:
+        The index, in [-1, 1].
+    """
+    a = np.asarray(labels_true)
+    b = np.asarray(labels_pred)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"label vectors must be 1-D of one length, got {a.shape} and {b.shape}")
+    _, ia = np.unique(a, return_inverse=True)
+    _, ib = np.unique(b, return_inverse=True)
+    table = np.zeros((ia.max() + 1, ib.max() + 1))
+    np.add.at(table, (ia, ib), 1)
+    index = _pairs(table)
+    sum_a, sum_b = _pairs(table.sum(axis=1)), _pairs(table.sum(axis=0))
+    expected = sum_a * sum_b / _pairs(np.array([a.size]))
+    maximum = (sum_a + sum_b) / 2
+    if maximum == expected:
+        return 1.0
+    return (index - expected) / (maximum - expected)
+
+
+def indicator_clusters(adjacency: np.ndarray, n_observed: int) -> np.ndarray:
+    """Which latent each observed variable measures, read off a graph: its nearest latent
+    ancestor along paths through observed variables only (a latent parent first, else a
+    latent parent of an observed parent, ...; the smallest id on ties). A variable with no
+    latent ancestor is a cluster of its own.
+
+    Args:
+        adjacency: (n, n) in ETCD's layout (observed 0..p-1, then latents); a nonzero
+            ``[b, a]`` is the edge a -> b.
+        n_observed: p.
+
+    Returns:
+        One label per observed variable: a latent's index, or the variable's own index.
+    """
+    is_parent = np.asarray(adjacency) != 0  # [child, parent]
+    labels = np.arange(n_observed)
+    for v in range(n_observed):
+        frontier, seen = [v], {v}
+        while frontier:
+            parents = sorted({int(q) for u in frontier for q in np.flatnonzero(is_parent[u])})
+            latents = [q for q in parents if q >= n_observed]
+            if latents:
+                labels[v] = latents[0]
+                break
+            frontier = [q for q in parents if q not in seen]
+            seen.update(frontier)
+    return labels
+
+
+def cluster_pair_f1(labels_true: Sequence[int], labels_pred: Sequence[int]) -> float:
+    """F1 over pairs of items: a pair is positive when both items share a cluster.
+
+    Returns:
+        ``2 TP / (#predicted pairs + #true pairs)`` (1.0 when both are empty).
+    """
+    a, b = np.asarray(labels_true), np.asarray(labels_pred)
+    same_a = a[:, None] == a[None, :]
+    same_b = b[:, None] == b[None, :]
+    upper = np.triu(np.ones_like(same_a, dtype=bool), k=1)
+    tp = int(np.count_nonzero(same_a & same_b & upper))
+    return _f1(tp, int(np.count_nonzero(same_b & upper)), int(np.count_nonzero(same_a & upper)))
+
+
+def edge_scores(true_adjacency: np.ndarray, estimated: np.ndarray) -> dict[str, float]:
+    """Precision, recall and F1 of an estimated graph against a known one, as directed edges
+    and as a skeleton (unordered pairs).
+
+    Args:
+        true_adjacency: (p, p), nonzero ``[effect, cause]``.
+        estimated: (p, p), same convention.
+
+    Returns:
+        ``{directed,skeleton}_{precision,recall,f1}``; a precision with no estimated edge
+        (or a recall with no true edge) is 0, F1 is ``2 TP / (#estimated + #true)``.
+    """
+    true = np.asarray(true_adjacency) != 0
+    est = np.asarray(estimated) != 0
+    if true.shape != est.shape:
+        raise ValueError(f"graphs differ in shape: {true.shape} vs {est.shape}")
+    upper = np.triu(np.ones_like(true), k=1)
+    scores = {}
+    for kind, t, e in (
+        ("directed", true, est),
+        ("skeleton", (true | true.T) & upper, (est | est.T) & upper),
+    ):
+        tp, n_est, n_true = int(np.count_nonzero(t & e)), int(e.sum()), int(t.sum())
+        scores[f"{kind}_precision"] = tp / n_est if n_est else 0.0
+        scores[f"{kind}_recall"] = tp / n_true if n_true else 0.0
+        scores[f"{kind}_f1"] = _f1(tp, n_est, n_true)
+    return scores

@@ -8,6 +8,12 @@ latent variables, run ETCD once with the error signal recorded but not raised, a
 both ETCD (which declines to answer when its trust check fires) and the ablation without the
 error signal; DirectLiNGAM (and GIN at paper scale) run on the same data. The recovered
 graph of one seed is drawn beside the true one.
+
+The real rung (``scale=real``, configs/etcd/real.yaml) runs the same methods on real data sets
+named in ``graphs``: Holzinger-Swineford's test scores (are the three known clusters of
+indicators recovered, and in which order do their latents come?) and Sachs's observational
+cells (edges against the consensus graph); ETCD either returns a graph or raises its error
+signal, and each data set's non-Gaussianity is reported beside.
 """
 
 from __future__ import annotations
@@ -21,15 +27,23 @@ if __name__ == "__main__":
     for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_var, "1")
 
+import json  # noqa: E402
+from itertools import permutations  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
+from scipy import stats  # noqa: E402
 
 from papers.etcd.config import Config  # noqa: E402
 from papers.etcd.data import (  # noqa: E402
+    SACHS_ROW_SETS,
     LatentGraph,
+    RealDataset,
     case4_graph,
+    load_holzinger_swineford,
+    load_sachs,
+    prepare,
     sample_weights,
     simulate,
     violating_graph,
@@ -38,7 +52,11 @@ from papers.etcd.method import (  # noqa: E402
     ETCDResult,
     ETCDSettings,
     HSICSettings,
+    adjusted_rand_index,
+    cluster_pair_f1,
+    edge_scores,
     etcd,
+    indicator_clusters,
     observed_edge_f1,
     performance,
     to_networkx,
@@ -53,6 +71,12 @@ from shared.records import Results, by_setting  # noqa: E402
 HAS_TRAINABLE_PARAMETERS = False  # causal discovery: nothing is trained
 METHODS = ("etcd", "etcd_no_error", "direct_lingam", "gin")
 GRAPHS = {"case4": case4_graph, "violating": violating_graph}
+REAL_SETS = ("holzinger_swineford", "sachs")  # real data sets a ``graphs`` entry may name
+REAL_ASSETS = ("holzinger_swineford", "sachs")  # shared/assets.py; checked before a real run
+REAL_GRAPH_FILE = "graph.json"  # per (data set, seed) run folder: the graphs, for the figure
+REAL_PLOT = "real_graphs.png"
+NORMALITY_ALPHA = 0.01  # D'Agostino-Pearson test level of the non-Gaussianity diagnostic
+HS_ORDERS = list(permutations(range(3)))  # latent orders of (visual, textual, speed), coded
 UNDEFINED = float("nan")  # metric of a graph that was not returned
 # Optional packages by method: GIN, a paper-scale baseline, comes from causal-learn.
 OPTIONAL_PACKAGES = {"gin": {"causallearn": "pip install -e '.[paper]' for causal-learn"}}
@@ -65,6 +89,18 @@ def preflight(cfg: Config) -> list[str]:
         for method in cfg.methods
         for problem in missing_packages(OPTIONAL_PACKAGES.get(method, {}))
     ]
+
+
+def real_preflight(cfg: Config) -> list[str]:
+    """The real rung: the assets are checked by the entry point; here the options."""
+    problems = preflight(cfg)
+    if cfg.real.sachs_rows not in SACHS_ROW_SETS:
+        problems.append(
+            f"real.sachs_rows must be one of {SACHS_ROW_SETS}, got {cfg.real.sachs_rows!r}"
+        )
+    if cfg.real.max_samples < 0:
+        problems.append(f"real.max_samples must be >= 0, got {cfg.real.max_samples}")
+    return problems
 
 
 def settings_from(cfg: Config, error: bool) -> ETCDSettings:
@@ -213,21 +249,218 @@ def draw_graphs(cfg: Config, path: Path) -> None:
     plt.close(fig)
 
 
+# ------------------------------------------------------------------------------------------
+# The real rung
+# ------------------------------------------------------------------------------------------
+def load_real(name: str, cfg: Config) -> tuple[RealDataset, np.ndarray]:
+    """A real data set and the array the methods see, (p, n): the first ``max_samples`` rows
+    (all if 0), Sachs logged if ``sachs_log``, every variable z-scored if ``standardize``."""
+    r = cfg.real
+    if name == "holzinger_swineford":
+        dataset, log = load_holzinger_swineford(), False
+    elif name == "sachs":
+        dataset, log = load_sachs(r.sachs_rows), r.sachs_log
+    else:
+        raise ValueError(f"unknown real data set {name!r}; choose from {list(REAL_SETS)}")
+    X = dataset.X[:, : r.max_samples] if r.max_samples > 0 else dataset.X
+    return dataset, prepare(X, log=log, standardize=r.standardize)
+
+
+def non_gaussianity(X: np.ndarray) -> dict[str, float]:
+    """How far each variable is from Gaussian: mean |excess kurtosis|, mean |skewness|, and
+    the share of variables whose D'Agostino-Pearson normality test rejects at 0.01."""
+    pvalues = stats.normaltest(X, axis=1).pvalue  # (p,)
+    return {
+        "abs_excess_kurtosis": float(np.mean(np.abs(stats.kurtosis(X, axis=1)))),
+        "abs_skewness": float(np.mean(np.abs(stats.skew(X, axis=1)))),
+        "normality_rejected": float(np.mean(pvalues < NORMALITY_ALPHA)),
+    }
+
+
+def hs_latent_order(labels: np.ndarray, truth: np.ndarray, order: list[int]) -> float:
+    """The code (index into ``HS_ORDERS``) of the order in which ETCD's Stage 2 placed the
+    latents of the three recovered clusters; NaN unless the clusters are exactly the known
+    ones, each under its own latent."""
+    if adjusted_rand_index(truth, labels) < 1.0:
+        return UNDEFINED
+    latent_of = {int(truth[v]): int(labels[v]) for v in range(len(truth))}  # factor -> latent
+    if len(set(latent_of.values())) != 3 or min(latent_of.values()) < len(truth):
+        return UNDEFINED
+    factor_of = {latent: factor for factor, latent in latent_of.items()}
+    ranked = tuple(factor_of[v] for v in order if v in factor_of)
+    return float(HS_ORDERS.index(ranked)) if len(ranked) == 3 else UNDEFINED
+
+
+def real_graph_metrics(dataset: RealDataset, adjacency: np.ndarray, cfg: Config) -> dict:
+    """Accuracy of one graph on a real data set, and whether it counts as correct (reaches
+    ``real.correct_min``): cluster recovery where clusters are known, edges where a graph is."""
+    p = len(dataset.names)
+    found: dict[str, float] = {"n_latent": float(adjacency.shape[0] - p)}
+    if dataset.clusters is not None:
+        labels = indicator_clusters(adjacency, p)
+        found["cluster_ari"] = adjusted_rand_index(dataset.clusters, labels)
+        found["cluster_pair_f1"] = cluster_pair_f1(dataset.clusters, labels)
+        found["correct"] = float(found["cluster_ari"] >= cfg.real.correct_min)
+    if dataset.edges is not None:
+        found.update(edge_scores(dataset.adjacency(), adjacency[:p, :p]))
+        found["correct"] = float(found["directed_f1"] >= cfg.real.correct_min)
+    return found
+
+
+def run_real_seed(name: str, seed: int, cfg: Config, run_dir: Path) -> RunOutput:
+    """All methods on one real data set (the seed drives ETCD's random features and null).
+
+    ETCD runs once with the error signal recorded: ``etcd`` declines to answer when it
+    fires (``raised``; graph metrics undefined), the ablation always answers. ``trustworthy``
+    is the paper's promise per run: the error was raised, or the returned graph is correct.
+    The graphs go to ``run_dir/graph.json`` for the figure.
+    """
+    dataset, X = load_real(name, cfg)
+    p = X.shape[0]
+    metrics = {f"data.{k}": v for k, v in non_gaussianity(X).items()}
+    metrics["data.n_samples"], metrics["data.n_variables"] = float(X.shape[1]), float(p)
+    saved: dict = {"names": dataset.names, "n_observed": p}
+
+    if {"etcd", "etcd_no_error"} & set(cfg.methods):
+        result = etcd(X, settings_from(cfg, error=False), np.random.default_rng(seed))
+        found = real_graph_metrics(dataset, result.adjacency, cfg)
+        if dataset.clusters is not None:
+            found["latent_order"] = hs_latent_order(
+                indicator_clusters(result.adjacency, p), dataset.clusters, result.order
+            )
+        raised = result.min_root_pvalue < cfg.algorithm.alpha_error
+        for method, refuses in (("etcd", raised), ("etcd_no_error", False)):
+            if method in cfg.methods:
+                metrics[f"{method}.returned"] = float(not refuses)
+                metrics[f"{method}.raised"] = float(refuses)
+                metrics[f"{method}.trust_pvalue"] = result.min_root_pvalue
+                metrics[f"{method}.trustworthy"] = float(refuses or found["correct"] == 1.0)
+                for key, value in found.items():
+                    metrics[f"{method}.{key}"] = UNDEFINED if refuses else value
+        saved["etcd"] = {
+            "adjacency": result.adjacency.tolist(),
+            "order": result.order,
+            "trust_pvalue": result.min_root_pvalue,
+            "raised": bool(raised),
+        }
+    if "direct_lingam" in cfg.methods:
+        adjacency = run_direct_lingam(X, seed, cfg.lingam_threshold)
+        metrics["direct_lingam.returned"], metrics["direct_lingam.raised"] = 1.0, 0.0
+        found = real_graph_metrics(dataset, adjacency, cfg)
+        metrics["direct_lingam.trustworthy"] = found["correct"]
+        metrics.update({f"direct_lingam.{k}": v for k, v in found.items()})
+        saved["direct_lingam"] = {"adjacency": adjacency.tolist()}
+    if "gin" in cfg.methods:
+        raise ValueError("GIN is a paper-scale baseline; the real rung runs without it")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / REAL_GRAPH_FILE).write_text(json.dumps(saved))
+    return RunOutput(metrics=metrics)
+
+
+def _known_graph(name: str, cfg: Config) -> tuple[np.ndarray, list[str], int, str]:
+    """The known structure of a real data set in ETCD's layout: Holzinger-Swineford's three
+    abilities over their tests (their causal order is not known: no latent edges), Sachs's
+    consensus graph."""
+    if name == "holzinger_swineford":
+        ds = load_holzinger_swineford()
+        p = len(ds.names)
+        A = np.zeros((p + 3, p + 3))
+        A[np.arange(p), p + ds.clusters] = 1.0
+        return A, ds.names + ds.cluster_names, p, "known: three abilities (order unknown)"
+    ds = load_sachs(cfg.real.sachs_rows)
+    return ds.adjacency(), ds.names, len(ds.names), "known: consensus graph (18 edges)"
+
+
+def draw_real(cfg: Config, out_dir: Path, path: Path) -> None:
+    """The real rung's figure for ``plot_seed``, one row per data set: the known structure,
+    ETCD's graph (the one it finds even where its error signal fires, so marked) and
+    DirectLiNGAM's. Holzinger-Swineford's tests are coloured by their known ability."""
+    rows = []
+    for name in (n for n in REAL_SETS if n in cfg.graphs):
+        file = Path(out_dir) / "runs" / f"{name}-s{cfg.plot_seed}" / REAL_GRAPH_FILE
+        if file.is_file():  # else plot_seed was not among the seeds run
+            rows.append((name, json.loads(file.read_text())))
+    if not rows:
+        return
+    fig, axes = plt.subplots(len(rows), 3, figsize=(13.5, 4.6 * len(rows)), dpi=110)
+    axes = np.atleast_2d(axes)
+    ability = {0: "#92c5de", 1: "#a6dba0", 2: "#f1b6da"}  # visual, textual, speed
+    for row, (name, saved) in zip(axes, rows, strict=True):
+        names, p = saved["names"], saved["n_observed"]
+        known, known_names, _, known_title = _known_graph(name, cfg)
+        panels = [(known, known_names, known_title)]
+        for method, label in (("etcd", "ETCD"), ("direct_lingam", "DirectLiNGAM")):
+            if method not in saved:
+                panels.append((None, None, f"{label}: not run"))
+                continue
+            adjacency = np.asarray(saved[method]["adjacency"])
+            title = label
+            if method == "etcd":
+                e = saved[method]
+                title += (
+                    f": raises AssumptionInvalid (p = {e['trust_pvalue']:.3g});\nthe graph it"
+                    " would return"
+                    if e["raised"]
+                    else f": returned (trust p = {e['trust_pvalue']:.3g})"
+                )
+            extra = [f"L{i + 1}" for i in range(adjacency.shape[0] - p)]
+            panels.append((adjacency, list(names) + extra, title))
+        for column, (ax, (adjacency, all_names, title)) in enumerate(zip(row, panels, strict=True)):
+            ax.axis("off")
+            if adjacency is None:
+                ax.set_title(title, fontsize=9)
+                continue
+            g = to_networkx(adjacency, p, names=all_names)
+            if name == "holzinger_swineford":
+                truth = load_holzinger_swineford().clusters
+                colors = [ability[int(truth[i])] if i < p else "#f4a582" for i in range(len(g))]
+                pos = layered_layout(g)
+                if column == 0:  # each ability above its three tests
+                    pos = {
+                        v: (i, 0.0) if i < p else (3 * (i - p) + 1, 1.0) for i, v in enumerate(g)
+                    }
+                heading = "Holzinger-Swineford (visual blue, textual green, speed pink)"
+            else:
+                colors = ["#92c5de" if i < p else "#f4a582" for i in range(len(g))]
+                circle = nx.circular_layout(names)
+                pos = {
+                    v: circle[v] if v in circle else 0.3 * np.array([np.cos(k), np.sin(k)])
+                    for k, v in enumerate(all_names)
+                }
+                heading = f"Sachs ({cfg.real.sachs_rows} rows, log)"
+            nx.draw_networkx(
+                g, pos, ax=ax, node_color=colors, node_size=600, font_size=7, arrowsize=11
+            )
+            ax.set_title(f"{heading}\n{title}", fontsize=9)
+    fig.suptitle(f"ETCD on real data, seed {cfg.plot_seed}; latent variables in orange")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def run(cfg: Config, out_dir: Path) -> Results:
     """Every (graph, seed), the graph drawing, and the per-method results."""
     check_names("methods", cfg.methods, METHODS)
-    check_names("graphs", cfg.graphs, GRAPHS)
+    check_names("graphs", cfg.graphs, [*GRAPHS, *REAL_SETS])
+
+    def one_run(name: str, seed: int, run_dir: Path) -> RunOutput:
+        if name in REAL_SETS:
+            return run_real_seed(name, seed, cfg, run_dir)
+        return run_graph_seed(name, seed, cfg)[0]
+
     per_graph, _ = run_grid(
         cfg.graphs,
         cfg.seeds,
         out_dir,
-        lambda name, seed, run_dir: run_graph_seed(name, seed, cfg)[0],
+        one_run,
         progress=cfg.runtime.progress,
         logger=MetricsLogger(Path(out_dir) / "metrics.jsonl"),
     )
     results = by_setting(per_graph)
     if "case4" in cfg.graphs:
         draw_graphs(cfg, Path(out_dir) / "graphs.png")
+    if set(REAL_SETS) & set(cfg.graphs):
+        draw_real(cfg, Path(out_dir), Path(out_dir) / REAL_PLOT)
     return results
 
 
