@@ -17,7 +17,9 @@ class LearnerConfig:
     cate: str = "t_learner"  # D2 CATE model: t_learner | dr_learner (linear final stage)
     # D1's AIPW nuisances (cross-fitted); the same choices as outcome / propensity
     d1_outcome: str = "spline"
-    d1_propensity: str = "logistic"  # unused when D1 is an RCT with a known propensity
+    # logistic | gradient_boosting | constant (the training folds' treated share: an RCT's
+    # design propensity estimated by its arm share); unused when the propensity is known
+    d1_propensity: str = "logistic"
     n_knots: int = 6  # spline: SplineTransformer knots
     spline_degree: int = 3
     gb_n_estimators: int = 100  # gradient boosting (sklearn defaults)
@@ -30,7 +32,9 @@ class LearnerConfig:
 class SettingConfig:
     """One data-generating setting: D1 (small, unconfounded) and D2 (large, confounded)."""
 
-    generator: str = "closed_form"  # closed_form (the brief's toy DGP) | gp (official DGP)
+    # closed_form (the brief's toy DGP) | gp (official DGP) | real (an experiment a package
+    # ships, configs/ppi_ate/real.yaml: D1 a random subset, D2 the rest, confounded)
+    generator: str = "closed_form"
     d1_design: str = "rct"  # rct (known P(A=1)) | observational (estimated propensity)
     rct_propensity: float = 0.5
     use_known_propensity: bool = True  # RCT: plug in the known value instead of estimating
@@ -55,6 +59,17 @@ class SettingConfig:
     gp_treatment_lengthscale: list[float] = field(default_factory=lambda: [1.0e6, 0.5])
     gp_treatment_linear: list[float] = field(default_factory=lambda: [0.0, 10.0])
     gp_propensity_clip: list[float] = field(default_factory=lambda: [0.1, 0.9])
+    # real (data.REAL_DATASETS): black_politicians | thornton_hiv | nsw_cps
+    real_dataset: str = ""
+    # W: a D1 covariate that D2's treatment selection depends on and D2's covariates leave out
+    # ("" = none). D2 keeps treated units with probability proportional to p(W) and controls
+    # to 1 - p(W), p = clip(sigmoid(logit(pi) + selection_strength u(W)), d2_propensity_clip),
+    # u(W) = W's rank mapped to [-1, 1]: P(A = 1 | W) in D2 becomes p(W), P(X) stays the
+    # experiment's (data.confounded_keep_probability). nsw_cps: no selection, W only dropped.
+    hidden_covariate: str = ""
+    selection_strength: float = 2.0  # the toy's coefficient 2 on U ~ U[-1, 1]
+    # real: n_d1 = D1's size (a random subset; nsw_cps: 0 = all of NSW); n_d2 = 0 keeps every
+    # unit D2's selection keeps, n_d2 > 0 caps D2 at that many (a random subset)
 
 
 @dataclass
@@ -68,3 +83,6 @@ class Config(ExperimentConfig):
     learners: LearnerConfig = field(default_factory=LearnerConfig)
     checkpoint_every: int = 50  # replications between checkpoints
     plot_replications: int = 40  # intervals drawn in the plot
+    # real settings: covariate-shift check of D1's against D2's covariates (method.shift_check)
+    shift_alpha: float = 0.05  # family-wise level of the per-covariate z-tests (Bonferroni)
+    shift_smd: float = 0.1  # ... and a standardised mean difference above this to flag

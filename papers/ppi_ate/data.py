@@ -1,18 +1,23 @@
-"""Data for PPI-ATE: the brief's closed-form toy DGP and the official GP-based DGP.
+"""Data for PPI-ATE: the brief's closed-form toy DGP, the official GP-based DGP, and real
+experiments (``load_real``, ``real_draw``: D1 a random subset of an experiment, D2 the rest,
+confounded; or LaLonde's NSW against the CPS).
 
-Both draw D1 (small; U = 0, so unconfounded given X) and D2 (large; confounded by U) with
-X ~ U[-1, 1] in both, so P(X) is shared as the method requires (brief Sec. 3.1). D1 and D2
-use independent generator streams (the official code reseeds the global RNG with one seed
-for both, correlating their X draws; brief Sec. 3.4).
+The two simulated DGPs draw D1 (small; U = 0, so unconfounded given X) and D2 (large;
+confounded by U) with X ~ U[-1, 1] in both, so P(X) is shared as the method requires (brief
+Sec. 3.1). D1 and D2 use independent generator streams (the official code reseeds the global
+RNG with one seed for both, correlating their X draws; brief Sec. 3.4).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from scipy.interpolate import RectBivariateSpline
 from scipy.special import expit
+from scipy.stats import rankdata
 
 from papers.ppi_ate.config import SettingConfig
 
@@ -178,3 +183,249 @@ def gp_draw(
     a2 = (rng_d2.uniform(size=setting.n_d2) < e2).astype(int)
     y2 = np.where(a2 == 1, world.outcome1.ev(x2, u2), world.outcome0.ev(x2, u2))
     return Dataset(x1[:, None], a1, y1), Dataset(x2[:, None], a2, y2)
+
+
+# ----------------------------------------------------------------------------- real data
+# Experiments that the causaldata 0.1.5 package ships (asset "causaldata", shared/assets.py),
+# read with pandas; the package itself is never imported.
+REAL_ASSET = "causaldata"
+
+
+@dataclass(frozen=True)
+class RealSpec:
+    """Where one experiment's columns are: its file(s), treatment, outcome, covariates."""
+
+    files: tuple[str, ...]  # the experiment's file, then (nsw_cps) the comparison group's
+    rows: tuple[int, ...]  # rows each file holds (a truncated copy is refused)
+    treatment: str
+    outcome: str
+    covariates: tuple[str, ...]
+
+
+REAL_DATASETS = {
+    # Butler & Broockman (2011): e-mails to 5,593 U.S. state legislators, the sender's
+    # treatment randomised (treat_out); outcome: the legislator responded.
+    "black_politicians": RealSpec(
+        ("black_politicians.csv",),
+        (5593,),
+        "treat_out",
+        "responded",
+        (
+            "leg_black",
+            "totalpop",
+            "medianhhincom",
+            "black_medianhh",
+            "white_medianhh",
+            "blackpercent",
+            "statessquireindex",
+            "nonblacknonwhite",
+            "urbanpercent",
+            "leg_senator",
+            "leg_democrat",
+            "south",
+        ),
+    ),
+    # Thornton (2008): randomised cash incentives to learn one's HIV result in Malawi;
+    # treatment: any incentive; outcome: got the result. Rows with the outcome, treatment
+    # or a covariate missing, or an indeterminate test (hiv2004 = -1), are dropped (2,816 stay).
+    "thornton_hiv": RealSpec(
+        ("thornton_hiv.dta",),
+        (4820,),
+        "any",
+        "got",
+        ("age", "distvct", "hiv2004"),
+    ),
+    # LaLonde (1986) via Dehejia & Wahba: the NSW job-training experiment (445 men) is D1;
+    # D2 = the CPS comparison group (15,992 non-participants) plus NSW's treated men.
+    "nsw_cps": RealSpec(
+        ("nsw_mixtape.dta", "cps_mixtape.dta"),
+        (445, 15992),
+        "treat",
+        "re78",
+        ("age", "educ", "black", "hisp", "marr", "nodegree", "re74", "re75"),
+    ),
+}
+
+
+@dataclass
+class RealData:
+    """One experiment (``experiment``: every covariate) and, for nsw_cps, the comparison
+    group that joins D2 (``external``); ``reference`` is the experiment's difference in means,
+    the estimand the intervals are scored against."""
+
+    name: str
+    columns: tuple[str, ...]
+    experiment: Dataset
+    external: Dataset | None
+    reference: float
+
+
+def difference_in_means(a: np.ndarray, y: np.ndarray) -> float:
+    """mean(Y | A = 1) - mean(Y | A = 0): a randomised experiment's ATE estimate."""
+    return float(y[a == 1].mean() - y[a == 0].mean())
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    """A CSV or Stata file as a DataFrame; an unreadable file raises one line naming it."""
+    try:
+        if path.suffix == ".csv":
+            return pd.read_csv(path)
+        if path.suffix == ".dta":
+            return pd.read_stata(path, convert_categoricals=False)
+    except Exception as err:  # pandas raises many kinds on a damaged file; name the file
+        raise ValueError(
+            f"{path}: cannot read it ({type(err).__name__}: {str(err)[:120]}); refetch with "
+            "`python scripts/fetch_assets.py causaldata`"
+        ) from err
+    raise ValueError(f"{path}: expected a .csv or .dta file")
+
+
+def _columns(
+    path: Path, rows: int, spec: RealSpec, keep_incomplete: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(X, A, Y) of one file: its row count and columns checked, each error naming the file."""
+    frame = _read_table(path)
+    if len(frame) != rows:
+        raise ValueError(
+            f"{path}: {len(frame)} rows, expected {rows} (a truncated or different file); "
+            "refetch with `python scripts/fetch_assets.py causaldata`"
+        )
+    needed = [spec.treatment, spec.outcome, *spec.covariates]
+    absent = [c for c in needed if c not in frame.columns]
+    if absent:
+        raise ValueError(f"{path}: missing column(s) {absent}; has {list(frame.columns)}")
+    try:
+        values = frame[needed].astype(np.float64).to_numpy()  # (rows, 2 + p)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{path}: a column of {needed} is not numeric ({err})") from err
+    complete = np.all(np.isfinite(values), axis=1)
+    if not keep_incomplete and not complete.all():
+        raise ValueError(f"{path}: {int((~complete).sum())} row(s) with a missing value")
+    values = values[complete]
+    a, y, x = values[:, 0], values[:, 1], values[:, 2:]
+    if not set(np.unique(a).tolist()) <= {0.0, 1.0}:
+        raise ValueError(f"{path}: treatment column {spec.treatment!r} is not binary 0/1")
+    return x, a.astype(int), y
+
+
+def load_real(name: str, files: dict[str, Path] | None = None) -> RealData:
+    """Read one experiment from the causaldata files (``files``: file name -> path, default
+    the verified asset cache; nothing is downloaded).
+
+    Args:
+        name: a key of ``REAL_DATASETS``.
+        files: paths by file name, e.g. ``shared.assets.require("causaldata")``.
+
+    Returns:
+        The experiment (and comparison group), covariates in ``REAL_DATASETS[name]`` order.
+    """
+    if name not in REAL_DATASETS:
+        raise ValueError(f"unknown real_dataset {name!r}: one of {sorted(REAL_DATASETS)}")
+    spec = REAL_DATASETS[name]
+    if files is None:
+        from shared.assets import require
+
+        files = require(REAL_ASSET)
+    paths = [Path(files[f]) for f in spec.files]
+    thornton = name == "thornton_hiv"  # the only file with missing values (see REAL_DATASETS)
+    x, a, y = _columns(paths[0], spec.rows[0], spec, keep_incomplete=thornton)
+    if thornton:
+        hiv = x[:, spec.covariates.index("hiv2004")]
+        determinate = hiv >= 0  # -1: indeterminate test result
+        x, a, y = x[determinate], a[determinate], y[determinate]
+    experiment = Dataset(x, a, y)
+    external = None
+    if len(paths) > 1:
+        xe, ae, ye = _columns(paths[1], spec.rows[1], spec, keep_incomplete=False)
+        if ae.any():
+            raise ValueError(f"{paths[1]}: the comparison group has treated rows")
+        external = Dataset(xe, ae, ye)
+    return RealData(name, spec.covariates, experiment, external, difference_in_means(a, y))
+
+
+def rank_to_unit(w: np.ndarray) -> np.ndarray:
+    r"""W's mid-ranks mapped onto (-1, 1): $u = 2(\mathrm{rank} - \tfrac12)/M - 1$, the
+    real-data stand-in for the toy's hidden $U \sim U[-1, 1]$ (ties share their mean rank)."""
+    return 2.0 * (rankdata(w) - 0.5) / len(w) - 1.0
+
+
+def confounded_keep_probability(
+    a: np.ndarray, u: np.ndarray, strength: float, clip: list[float]
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Probabilities of keeping each unit of a randomised pool in the confounded D2.
+
+    With $\pi$ the pool's treated share and
+    $p(u) = \mathrm{clip}(\sigma(\mathrm{logit}\,\pi + s\,u))$, a treated unit is kept with
+    $k_1 = \kappa\,p/\pi$ and a control with $k_0 = \kappa(1 - p)/(1 - \pi)$, $\kappa$ the
+    largest value keeping both at most 1. Because A was randomised,
+    $P(\mathrm{kept} \mid W) = \pi k_1 + (1 - \pi) k_0 = \kappa$ for every W, so D2's
+    covariates keep the experiment's distribution (the method's assumption), while
+    $P(A = 1 \mid W, \mathrm{kept}) = p(W)$: D2 is confounded by W, as the toy's D2 by U.
+
+    Returns:
+        ``(keep, p)``: per-unit keep probabilities and D2's propensities p(W), each (M,).
+    """
+    pi = float(np.mean(a))
+    if not 0.0 < pi < 1.0:
+        raise ValueError(f"the pool needs both arms to confound, treated share {pi}")
+    p = np.clip(expit(np.log(pi / (1.0 - pi)) + strength * u), *clip)
+    kappa = min(pi / p.max(), (1.0 - pi) / (1.0 - p).max())
+    keep = np.where(a == 1, kappa * p / pi, kappa * (1.0 - p) / (1.0 - pi))
+    return keep, p
+
+
+def _subset(data: Dataset, rows: np.ndarray, columns: np.ndarray | None = None) -> Dataset:
+    x = data.x[rows] if columns is None else data.x[np.ix_(rows, columns)]
+    return Dataset(x, data.a[rows], data.y[rows])
+
+
+def real_draw(
+    setting: SettingConfig, data: RealData, rng: np.random.Generator
+) -> tuple[Dataset, Dataset, np.ndarray]:
+    """One random split of a real experiment into D1 and a confounded D2.
+
+    black_politicians, thornton_hiv: D1 = ``n_d1`` units drawn at random (a small RCT); the
+    other units form the pool, of which D2 keeps a confounded subset
+    (``confounded_keep_probability``, selection on ``hidden_covariate``), without that
+    covariate. nsw_cps: D1 = the NSW experiment (all, or ``n_d1`` of it); D2 = the CPS
+    comparison group plus NSW's treated men, whose covariates differ from NSW's.
+    D2's rows are shuffled, so its halves (``method.split_d2``) are random.
+
+    Returns:
+        ``(D1, D2, shared)``: D1 with every covariate, D2 with those in ``shared`` (column
+        indices into D1's X, the inputs of the CATE model).
+    """
+    rng_d1, rng_keep, rng_d2 = independent_streams(rng, 3)
+    names = list(data.columns)
+    hidden = setting.hidden_covariate
+    if hidden and hidden not in names:
+        raise ValueError(f"hidden_covariate {hidden!r} is not a covariate of {data.name}: {names}")
+    shared = np.array([j for j, c in enumerate(names) if c != hidden])  # D2's covariates
+    exp = data.experiment
+    m = len(exp.y)
+    if data.external is None:
+        if not 0 < setting.n_d1 < m - 3:
+            raise ValueError(f"{data.name}: n_d1 must lie in (0, {m - 3}), got {setting.n_d1}")
+        order = rng_d1.permutation(m)
+        d1_rows, pool = order[: setting.n_d1], order[setting.n_d1 :]
+        if hidden:
+            u = rank_to_unit(exp.x[pool, names.index(hidden)])
+            keep, _ = confounded_keep_probability(
+                exp.a[pool], u, setting.selection_strength, setting.d2_propensity_clip
+            )
+            pool = pool[rng_keep.uniform(size=pool.size) < keep]
+        d2 = _subset(exp, pool, shared)
+    else:
+        if not 0 <= setting.n_d1 <= m:
+            raise ValueError(f"{data.name}: n_d1 must lie in [0, {m}] (0: all), got {setting.n_d1}")
+        d1_rows = rng_d1.permutation(m)[: setting.n_d1] if setting.n_d1 else np.arange(m)
+        treated = np.flatnonzero(exp.a == 1)
+        d2 = Dataset(
+            np.concatenate([data.external.x, exp.x[treated]])[:, shared],
+            np.concatenate([data.external.a, exp.a[treated]]),
+            np.concatenate([data.external.y, exp.y[treated]]),
+        )
+    rows = rng_d2.permutation(len(d2.y))
+    if setting.n_d2 > 0:
+        rows = rows[: setting.n_d2]
+    return _subset(exp, d1_rows), _subset(d2, rows), shared

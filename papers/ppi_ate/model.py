@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sklearn.dummy import DummyClassifier
 from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.pipeline import make_pipeline
@@ -37,7 +38,9 @@ def propensity_factory(cfg: LearnerConfig, key: str = "propensity"):
         return lambda: GradientBoostingClassifier(
             n_estimators=cfg.gb_n_estimators, max_depth=cfg.gb_max_depth, random_state=0
         )
-    raise ValueError(f"unknown learners.{key} {kind!r}: logistic, gradient_boosting")
+    if kind == "constant":  # an RCT's design propensity, estimated by the treated share
+        return lambda: DummyClassifier(strategy="prior")
+    raise ValueError(f"unknown learners.{key} {kind!r}: logistic, gradient_boosting, constant")
 
 
 def final_stage_factory():

@@ -1,8 +1,11 @@
-"""PPI-ATE experiment: ``python -m papers.ppi_ate.train [scale=smoke|toy|paper] [key=value]``.
+"""PPI-ATE experiment: ``python -m papers.ppi_ate.train [scale=smoke|toy|paper|real]``.
 
 No training loop: every replication draws D1 and D2, fits the nuisances and the CATE model,
 and computes the D1-only AIPW, PPI and D2-only intervals of the ATE (brief Sec. 3.2-3.3).
 Coverage, mean half-width and bias are aggregated over replications, which are checkpointed.
+``scale=real`` (configs/ppi_ate/real.yaml) splits real experiments instead: each
+replication is a random split into D1 and a confounded D2, scored against the full
+experiment's difference in means, with a covariate-shift check of D1 against D2.
 """
 
 from __future__ import annotations
@@ -11,9 +14,18 @@ from pathlib import Path
 
 import numpy as np
 
-from papers.ppi_ate.claims import LABELS
+from papers.ppi_ate.claims import LABELS, REAL_LABELS
 from papers.ppi_ate.config import Config, SettingConfig
-from papers.ppi_ate.data import TOY_TRUE_ATE, Dataset, gp_draw, make_gp_world, toy_draw
+from papers.ppi_ate.data import (
+    REAL_ASSET,
+    TOY_TRUE_ATE,
+    Dataset,
+    gp_draw,
+    load_real,
+    make_gp_world,
+    real_draw,
+    toy_draw,
+)
 from papers.ppi_ate.method import (
     Interval,
     aipw_interval,
@@ -23,6 +35,7 @@ from papers.ppi_ate.method import (
     d2_only_interval,
     dr_learner,
     ppi_interval,
+    shift_check,
     split_d2,
     t_learner,
     z_quantile,
@@ -37,6 +50,7 @@ from shared.replications import run_replications
 
 HAS_TRAINABLE_PARAMETERS = False  # a statistics paper: nothing is trained
 METHODS = ("aipw", "ppi", "d2_only", "ppi_fit_on_d1")
+REAL_ASSETS = (REAL_ASSET,)  # scale=real reads causaldata's files (shared/assets.py)
 
 
 def intervals(
@@ -46,8 +60,13 @@ def intervals(
     cfg: Config,
     methods: list[str],
     rng: np.random.Generator,
+    shared: np.ndarray | None = None,
 ) -> dict[str, Interval]:
-    """Every requested interval for one pair of data sets (brief Sec. 3.2 steps 1-7)."""
+    """Every requested interval for one pair of data sets (brief Sec. 3.2 steps 1-7).
+
+    ``shared``: the columns of D1's X that D2 also has (the CATE model's inputs); default all.
+    D1's own nuisances use every D1 column.
+    """
     check_dataset("D1", d1.x, d1.a, d1.y)
     check_dataset("D2", d2.x, d2.a, d2.y)
     learners = cfg.learners
@@ -89,7 +108,8 @@ def intervals(
         )
     else:
         raise ValueError(f"unknown learners.cate {learners.cate!r}: t_learner or dr_learner")
-    f_d1, f_d2_eval = f(d1.x), f(d2.x[evaluate])  # (n,), (N_ev,)
+    x1_shared = d1.x if shared is None else d1.x[:, shared]
+    f_d1, f_d2_eval = f(x1_shared), f(d2.x[evaluate])  # (n,), (N_ev,)
 
     out = {}
     if "aipw" in methods:
@@ -119,7 +139,7 @@ def run_setting(
         world = make_gp_world(setting)
         true_ate = world.true_ate
     else:
-        raise ValueError(f"unknown generator {setting.generator!r}: closed_form or gp")
+        raise ValueError(f"unknown generator {setting.generator!r}: closed_form, gp or real")
 
     def one_replication(rep: int, rng: np.random.Generator) -> dict[str, list[float]]:
         d1, d2 = toy_draw(setting, rng) if world is None else gp_draw(setting, world, rng)
@@ -154,8 +174,69 @@ def run_setting(
     return RunOutput(metrics=metrics, curves=curves)
 
 
+def run_real_setting(
+    name: str,
+    setting: SettingConfig,
+    seed: int,
+    run_dir: Path,
+    cfg: Config,
+    logger: MetricsLogger,
+) -> RunOutput:
+    """Random splits of one real experiment (``data.real_draw``): coverage of the full
+    experiment's difference in means, mean half-width and bias per method, the bias in units
+    of AIPW's mean half-width, and the covariate-shift check's flag rate and mean max |SMD|."""
+    z_quantile(cfg.alpha)
+    data = load_real(setting.real_dataset)
+    reference = data.reference
+
+    def one_replication(rep: int, rng: np.random.Generator) -> dict[str, list[float]]:
+        d1, d2, shared = real_draw(setting, data, rng)
+        records = {}
+        for method, interval in intervals(d1, d2, setting, cfg, cfg.methods, rng, shared).items():
+            records[f"{method}/covered"] = [float(interval.covers(reference))]
+            records[f"{method}/half_width"] = [interval.half_width]
+            records[f"{method}/estimate"] = [interval.estimate]
+        check = shift_check(d1.x[:, shared], d2.x, cfg.shift_alpha, cfg.shift_smd)
+        records["shift_check/flagged"] = [float(check.flagged)]
+        records["shift_check/max_smd"] = [check.max_abs_smd]
+        records["data/n_d2"] = [float(len(d2.y))]
+        return records
+
+    records = run_replications(
+        one_replication,
+        cfg.replications,
+        seed,
+        run_dir,
+        checkpoint_every=cfg.checkpoint_every,
+        logger=logger,
+        tags={"setting": name, "seed": seed},
+        log_keys=tuple(f"{m}/covered" for m in cfg.methods),
+        progress=cfg.runtime.progress,
+        desc=name,
+    )
+    metrics, curves = {"true_ate": reference}, {}
+    aipw_width = (
+        float(np.mean(records["aipw/half_width"])) if "aipw" in cfg.methods else float("nan")
+    )
+    for method in cfg.methods:
+        estimates = np.asarray(records[f"{method}/estimate"])
+        bias = float(estimates.mean() - reference)
+        metrics[f"{method}.coverage"] = float(np.mean(records[f"{method}/covered"]))
+        metrics[f"{method}.half_width"] = float(np.mean(records[f"{method}/half_width"]))
+        metrics[f"{method}.bias"] = bias
+        metrics[f"{method}.bias_over_aipw_hw"] = bias / aipw_width
+        keep = slice(0, cfg.plot_replications)
+        curves[f"{method}.estimate"] = estimates[keep].tolist()
+        curves[f"{method}.half_width"] = records[f"{method}/half_width"][keep]
+    metrics["shift_check.flagged"] = float(np.mean(records["shift_check/flagged"]))
+    metrics["shift_check.max_smd"] = float(np.mean(records["shift_check/max_smd"]))
+    metrics["shift_check.n_d2"] = float(np.mean(records["data/n_d2"]))
+    return RunOutput(metrics=metrics, curves=curves)
+
+
 def plot_intervals(curves: dict, metrics: dict, cfg: Config, path: Path) -> None:
     """Estimate ± half-width of the first replications, per setting and method."""
+    labels, settings = LABELS | REAL_LABELS, enabled_settings(cfg.settings)
     names = list(curves)
     fig, axes = plt.subplots(1, len(names), figsize=(5.6 * len(names), 4.6), dpi=120, squeeze=False)
     for ax, name in zip(axes[0], names, strict=True):
@@ -172,9 +253,11 @@ def plot_intervals(curves: dict, metrics: dict, cfg: Config, path: Path) -> None
                 fmt="o",
                 markersize=2.5,
                 linewidth=0.9,
-                label=LABELS.get(f"{name}/{method}", method).split(": ", 1)[-1],
+                label=labels.get(f"{name}/{method}", method).split(": ", 1)[-1],
             )
-        ax.axhline(truth, color="black", linewidth=1.0, linestyle="--", label="true ATE")
+        real = settings[name].generator == "real"
+        truth_label = "reference: the experiment's difference in means" if real else "true ATE"
+        ax.axhline(truth, color="black", linewidth=1.0, linestyle="--", label=truth_label)
         ax.set_title(f"{name}: {1 - cfg.alpha:.0%} intervals, first {est.size} replications")
         ax.set_xlabel("replication")
         ax.set_ylabel("ATE")
@@ -195,7 +278,9 @@ def run(cfg: Config, out_dir: Path) -> Results:
         list(settings),
         cfg.seeds,
         out_dir,
-        lambda name, seed, run_dir: run_setting(name, settings[name], seed, run_dir, cfg, logger),
+        lambda name, seed, run_dir: (
+            run_real_setting if settings[name].generator == "real" else run_setting
+        )(name, settings[name], seed, run_dir, cfg, logger),
         progress=cfg.runtime.progress,
     )
     results = by_setting(per_setting)
