@@ -6,7 +6,7 @@ steps), B = 128, 2 000 steps; 1 000 evaluation pairs, greedy policy argmax_a f(s
 near d <= 5, mid 6-10, far > 10 (BFS). Seeds 0, 1, 2.
 """
 
-from shared.claims import Claim, MarginAtLeast, MeanAtLeast
+from shared.claims import Claim, MarginAtLeast, MeanAtLeast, MeanAtMost
 
 SCALE = "toy"
 SEEDS = [0, 1, 2]
@@ -109,5 +109,109 @@ CLAIMS = [
         "monolithic MLP critic: far-goal success >= 0.85 (brief's negative control)",
         MeanAtLeast("far_success", (f"{OPEN}/mlp",), 0.85),
         role="diagnostic",
+    ),
+]
+
+
+# --------------------------------------------------------------------------------------------
+# The real rung (configs/horizon_generalization/real.yaml; declared before the first full run)
+# --------------------------------------------------------------------------------------------
+# gymnasium-robotics' PointMaze "MEDIUM_MAZE" (MuJoCo point mass, 26 free 1 m cells, diameter
+# 11 cells), critics on a 3 x 3 tile coding per cell, offline data of the uniform random policy
+# (2 000 trajectories of 50 decisions, about one 1/3 m tile a decision), hindsight goals <= 20
+# decisions ahead: 99 % of training pairs lie within 2 cells, none 6 or more apart; 300
+# evaluation pairs per seed, success = the env's 0.45 m; bins by start-goal cell distance:
+# near 1-2, mid 3-5, far >= 6 (point_maze.py).
+MAZE = "medium"
+REAL_SEEDS = [0, 1, 2]
+# The dot-product critic runs in the plain command (real.yaml) but enters no real claim.
+REAL_METHODS = ["l2", "mrn", "mlp", "oracle", "untrained"]
+REAL_PLOT = PLOT
+REAL_PAPER_NUMBER = "not reported"  # Ant 15 m -> 50 m (paper Table 1); numbers not retrievable
+REAL_TABLE_METRICS = [
+    "near_success",
+    "mid_success",
+    "far_success",
+    "eta",
+    "far_optimal_action_rate",
+    "pi_rate",
+    "train_far_fraction",
+]
+REAL_LABELS = {
+    f"{layout}/{m}": f"{layout}: {name}"
+    for layout in ("medium", "large")
+    for m, name in _NAMES.items()
+}
+# Measured: the full real claim set (reproduce.py --scale real) and the smoke overrides below,
+# CPU seconds on one core (README "Real data"); the budget is that measurement plus headroom.
+REAL_CPU_BUDGET_S = 1100.0
+REAL_CI = False  # the full set costs several CPU minutes (> 120 s)
+REAL_SMOKE_OVERRIDES = (
+    "seeds=[0]",
+    "methods=[l2,mlp,oracle]",
+    "layouts.medium.steps=30",
+    "data.n_trajectories=40",
+    "data.length=20",
+    "eval.n_pairs=20",
+    "eval.max_steps=60",
+    "eval.pi_pairs=5",
+    "loop.checkpoint_every=20",
+    "loop.log_every=10",
+)
+_M = MAZE
+REAL_CLAIMS = [
+    # The paper's central claim (brief Sec. 2; toy claims 1-2, margin 0.30 carried over): trained
+    # on near goals only, metric and quasimetric critics reach far goals, the unconstrained
+    # monolithic critic does not.
+    *(
+        Claim(
+            f"{critic}: far-goal success >= monolithic MLP's + 0.30",
+            MarginAtLeast("far_success", f"{_M}/{critic}", f"{_M}/mlp", 0.30),
+        )
+        for critic in ("l2", "mrn")
+    ),
+    # Toy claim 3: the (quasi)metric critics keep their near-goal success at long horizons.
+    Claim(
+        "l2 and MRN keep their accuracy with horizon: far >= near - 0.05",
+        MeanAtLeast("far_minus_near", (f"{_M}/l2", f"{_M}/mrn"), -0.05),
+    ),
+    # Toy claim 4: the metric critic solves the goals it was trained on.
+    Claim("l2: near-goal success >= 0.9", MeanAtLeast("near_success", (f"{_M}/l2",), 0.9)),
+    # The set-up: training goals are near. Hindsight pairs drawn as the batches are, measured
+    # in maze cells: (almost) none as far apart as the far bin.
+    Claim(
+        "training pairs in the far bin <= 0.001 (trained on near goals only)",
+        MeanAtMost("train_far_fraction", (f"{_M}/l2",), 0.001, every_seed=True),
+    ),
+    # Sanity of the env, controller and evaluator: the oracle critic -BFS over tiles reaches
+    # every bin (0.95, not the toy's 1.0: the ball is a physical body in MuJoCo).
+    *(
+        Claim(
+            f"oracle critic scores >= 0.95 on {b} goals",
+            MeanAtLeast(f"{b}_success", (f"{_M}/oracle",), 0.95, every_seed=True),
+        )
+        for b in ("near", "mid", "far")
+    ),
+    # Negative control, the same comparator as the main claim: the l2 critic at its
+    # initialisation (no training step). The margin comes from what the critic learned, not
+    # from the metric architecture or the evaluator.
+    Claim(
+        "untrained l2 critic: far-goal success >= monolithic MLP's + 0.30",
+        MarginAtLeast("far_success", f"{_M}/{UNTRAINED}", f"{_M}/mlp", 0.30),
+        role="negative_control",
+    ),
+    # Reported, not gated.
+    Claim(
+        "l2 and MRN: far optimal-action rate (tiles) >= 0.95",
+        MeanAtLeast("far_optimal_action_rate", (f"{_M}/l2", f"{_M}/mrn"), 0.95),
+        role="diagnostic",
+    ),
+    *(
+        Claim(
+            f"planning invariance: {critic} PI rate >= monolithic MLP's + 0.30",
+            MarginAtLeast("pi_rate", f"{_M}/{critic}", f"{_M}/mlp", PI_MARGIN),
+            role="diagnostic",
+        )
+        for critic in ("l2", "mrn")
     ),
 ]

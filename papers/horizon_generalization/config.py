@@ -15,9 +15,21 @@ from shared.config import ExperimentConfig, LoopConfig
 class LayoutConfig:
     """One grid world and the training budget used on it (brief Sec. 5)."""
 
-    layout: str = "open"  # open (11 x 11 room) | wall (interior wall from the top edge)
-    size: int = 11
-    wall_length: int = 8
+    # open (11 x 11 room) | wall (interior wall from the top edge) | point_maze (the real rung:
+    # a gymnasium-robotics PointMaze map in MuJoCo, papers/horizon_generalization/point_maze.py)
+    layout: str = "open"
+    size: int = 11  # open / wall only
+    wall_length: int = 8  # wall only
+    # point_maze only: the map's name in gymnasium_robotics/envs/maze/maps.py (U_MAZE,
+    # MEDIUM_MAZE, LARGE_MAZE), the tile coding the critics see (tiles_per_cell^2 tiles per
+    # 1 m cell), and the decision model: every decision commands velocity speed (m/s) in one of
+    # four directions for action_repeat env steps (10 ms each), tracked by the force
+    # ctrl = clip(gain * (v_cmd - v), -1, 1).
+    maze: str = "MEDIUM_MAZE"
+    tiles_per_cell: int = 3
+    speed: float = 2.0
+    action_repeat: int = 17
+    gain: float = 1.0
     batch_size: int = 128  # B: the contrastive grid is B x B
     steps: int = 2000
     methods: list[str] = field(default_factory=list)  # subset of `methods`; empty: all

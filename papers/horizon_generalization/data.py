@@ -22,6 +22,9 @@ radius and the discount instead.
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import numpy as np
 
 from papers.horizon_generalization.env import Grid
@@ -103,3 +106,77 @@ def sample_hindsight(
         states[trajectory, time + offset],
         offset,
     )
+
+
+# --------------------------------------------------------------------------------------------
+# The real rung: PointMaze's maze maps (gymnasium-robotics 1.4.2, asset "point_maze")
+# --------------------------------------------------------------------------------------------
+POINT_MAZE_ASSET = "point_maze"
+MAPS_FILE = "maps.py"
+# Cell marks of maps.py besides 0 (free) and 1 (wall): reset / goal / combined cells are free.
+_FREE_MARKS = {"R", "G", "C", "RESET", "GOAL", "COMBINED"}
+
+
+class MazeFileError(ValueError):
+    """The maze maps file is unreadable, truncated or lacks the requested map; the message
+    names the file."""
+
+
+def _cell(node: ast.expr, path: Path, name: str) -> int:
+    """1 for a wall, 0 for a free cell (0 or a reset / goal mark)."""
+    if isinstance(node, ast.Constant) and node.value in (0, 1) and type(node.value) is int:
+        return int(node.value)
+    if isinstance(node, ast.Name) and node.id in _FREE_MARKS:
+        return 0
+    raise MazeFileError(f"{path}: map {name} has a cell that is not 0, 1 or a reset/goal mark")
+
+
+def load_maze_map(path: str | Path, name: str) -> np.ndarray:
+    """Read the maze ``name`` (e.g. ``MEDIUM_MAZE``) out of gymnasium-robotics' ``maps.py``.
+
+    The file is parsed, never imported or executed: the assignment ``name = [[...], ...]`` is
+    read from its syntax tree; reset / goal / combined marks (``R``, ``G``, ``C``) count as free
+    cells.
+
+    Returns:
+        ``walls`` (H, W) bool, True on wall cells (row 0 is the map's first row, the maze's
+        top, +y).
+
+    Raises:
+        MazeFileError: naming ``path``, when the file is missing, not valid Python (e.g.
+            truncated), has no such map, or the map is not a rectangular 0/1 grid closed by
+            walls with at least two free cells.
+    """
+    path = Path(path)
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as error:
+        raise MazeFileError(f"{path}: cannot read the maze maps ({error})") from None
+    node = None
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in statement.targets
+        ):
+            node = statement.value
+    if node is None:
+        raise MazeFileError(f"{path}: no maze map named {name!r}")
+    if not isinstance(node, ast.List) or not all(isinstance(r, ast.List) for r in node.elts):
+        raise MazeFileError(f"{path}: map {name} is not a list of rows")
+    rows = [[_cell(c, path, name) for c in row.elts] for row in node.elts]
+    if not rows or len({len(r) for r in rows}) != 1 or len(rows[0]) < 3 or len(rows) < 3:
+        raise MazeFileError(f"{path}: map {name} is not a rectangular grid of at least 3 x 3")
+    walls = np.array(rows, dtype=np.int64) == 1
+    border = np.concatenate([walls[0], walls[-1], walls[:, 0], walls[:, -1]])
+    if not border.all():
+        raise MazeFileError(f"{path}: map {name} is not closed by walls on its border")
+    if (~walls).sum() < 2:
+        raise MazeFileError(f"{path}: map {name} has fewer than two free cells")
+    return walls
+
+
+def real_maze_map(name: str) -> np.ndarray:
+    """The maze ``name`` from the verified asset file (``shared.assets.require``; never
+    downloads: a missing or corrupt file raises one line naming the fetch command)."""
+    from shared.assets import require
+
+    return load_maze_map(require(POINT_MAZE_ASSET)[MAPS_FILE], name)

@@ -12,17 +12,27 @@ The data are offline, so the critic update is a plain minibatch step and uses th
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from papers.horizon_generalization.claims import LABELS, UNTRAINED
+from papers.horizon_generalization.claims import LABELS, REAL_LABELS, UNTRAINED
 from papers.horizon_generalization.config import Config, LayoutConfig
 from papers.horizon_generalization.data import random_trajectories, sample_hindsight
 from papers.horizon_generalization.env import Grid, make_grid
 from papers.horizon_generalization.evaluate import evaluate, oracle_q, rollout
 from papers.horizon_generalization.method import Critic, categorical_accuracy, infonce_loss
+from papers.horizon_generalization.point_maze import (
+    PointMaze,
+    evaluate_maze,
+    exploratory_trajectories,
+    farthest_pair,
+    make_point_maze,
+    maze_rollout,
+)
 from shared.entry import main
 from shared.experiment import RunOutput, check_names, run_grid
 from shared.logger import MetricsLogger
@@ -31,6 +41,11 @@ from shared.plotting import plt
 from shared.records import Results
 from shared.runtime import make_accelerator
 from shared.seeding import seed_everything
+
+# The real rung (configs/horizon_generalization/real.yaml): PointMaze's maze maps, checked by
+# shared.entry before any work.
+REAL_ASSETS = ("point_maze",)
+POINT_MAZE = "point_maze"  # LayoutConfig.layout of a gymnasium-robotics PointMaze map
 
 CRITICS = ("l2", "mrn", "dot", "mlp")
 # UNTRAINED: the l2 critic at its initialisation, evaluated without a training step (the
@@ -51,6 +66,47 @@ def q_function(critic: Critic):
     return q
 
 
+def maze_key(setting: LayoutConfig) -> tuple:
+    """The settings that define a ``layout: point_maze`` maze and its decision model."""
+    return (
+        setting.maze,
+        setting.tiles_per_cell,
+        setting.speed,
+        setting.action_repeat,
+        setting.gain,
+    )
+
+
+def point_maze_of(setting: LayoutConfig) -> PointMaze:
+    """The PointMaze of a ``layout: point_maze`` setting (built once per process)."""
+    return make_point_maze(*maze_key(setting))
+
+
+@functools.lru_cache(maxsize=2)
+def _maze_trajectories(
+    key: tuple, n_trajectories: int, length: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return exploratory_trajectories(
+        make_point_maze(*key), n_trajectories, length, np.random.default_rng([seed, 0])
+    )
+
+
+def maze_trajectories(
+    setting: LayoutConfig, n_trajectories: int, length: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The seed's exploratory data in the maze (the critics of one seed share it: cached)."""
+    return _maze_trajectories(maze_key(setting), n_trajectories, length, seed)
+
+
+def real_preflight(cfg: Config) -> list[str]:
+    """What the real rung needs besides its asset: MuJoCo and gymnasium-robotics."""
+    problems = []
+    for module in ("mujoco", "gymnasium_robotics"):
+        if importlib.util.find_spec(module) is None:
+            problems.append(f"{module} is not installed: pip install -e '.[paper-light]'")
+    return problems
+
+
 def far_corners(grid: Grid) -> tuple[int, int]:
     """The start and goal of the drawn rollout: the farthest pair of the layout."""
     start, goal = np.unravel_index(np.argmax(grid.distances), grid.distances.shape)
@@ -68,15 +124,29 @@ def train_one(
     logger: MetricsLogger,
 ) -> RunOutput:
     """Train one critic (or take the oracle) and evaluate its greedy policy."""
-    grid = make_grid(setting.layout, setting.size, setting.wall_length)
+    d = cfg.data
+    maze = point_maze_of(setting) if setting.layout == POINT_MAZE else None
+    grid = maze.tiles if maze else make_grid(setting.layout, setting.size, setting.wall_length)
     metrics: dict[str, float] = {}
     if method == "oracle":
         q = oracle_q(grid)
     else:
-        d = cfg.data
-        states, actions = random_trajectories(
-            grid, d.n_trajectories, d.length, np.random.default_rng([seed, 0])
-        )
+        if maze is None:
+            states, actions = random_trajectories(
+                grid, d.n_trajectories, d.length, np.random.default_rng([seed, 0])
+            )
+        else:
+            states, actions, cells = maze_trajectories(setting, d.n_trajectories, d.length, seed)
+            # How near the training goals are: maze-cell BFS distance of 10 000 hindsight pairs
+            # drawn exactly as the batches are (same trajectories, offsets), by bin.
+            s_cell, _, g_cell, _ = sample_hindsight(
+                cells, actions, 10_000, np.random.default_rng([seed, 2]), d.gamma, d.max_offset
+            )
+            train_distance = maze.cells.distances[s_cell, g_cell]
+            for name, (low, high) in cfg.eval.bins.items():
+                in_bin = (train_distance >= low) & (train_distance <= high)
+                metrics[f"train_{name}_fraction"] = float(in_bin.mean())
+            metrics["train_max_distance"] = float(train_distance.max())
         seed_everything(seed)
         c = cfg.critic
         critic = Critic(
@@ -127,9 +197,9 @@ def train_one(
             metrics["final_accuracy"] = float(categorical_accuracy(critic.grid_logits(*batch)))
 
     e = cfg.eval
-    result = evaluate(
+    result = (evaluate_maze if maze else evaluate)(
         q,
-        grid,
+        maze or grid,
         n_pairs=e.n_pairs,
         seed=e.seed_offset + seed,
         max_steps=e.max_steps,
@@ -140,18 +210,44 @@ def train_one(
     by_distance = result.pop("success_by_distance")
     metrics.update({k: float(v) for k, v in result.items()})
     metrics["far_minus_near"] = metrics["far_success"] - metrics["near_success"]
-    start, goal = far_corners(grid)
-    _, _, paths = rollout(q, grid, np.array([start]), np.array([goal]), e.max_steps)
-    max_distance = int(grid.distances.max())
+    if maze:  # the drawn rollout: (x, y) at every decision between the farthest two cells
+        _, paths = maze_rollout(q, maze, *farthest_pair(maze), e.max_steps)
+        max_distance = int(maze.cells.distances.max())
+    else:
+        start, goal = far_corners(grid)
+        _, _, paths = rollout(q, grid, np.array([start]), np.array([goal]), e.max_steps)
+        max_distance = int(grid.distances.max())
     return RunOutput(
         metrics=metrics,
         curves={
             "success_by_distance": [
                 float(by_distance.get(k, np.nan)) for k in range(1, max_distance + 1)
             ],
-            "rollout": [float(x) for x in np.asarray(paths[0]).ravel() if x >= 0],
+            # grid: the visited state indices (-1 padding dropped); maze: x, y per decision
+            "rollout": [float(x) for x in np.asarray(paths[0]).ravel() if maze or x >= 0],
         },
     )
+
+
+ALL_LABELS = {**LABELS, **REAL_LABELS}
+
+
+def plot_maze_rollouts(ax, maze: PointMaze, name: str, curves, cfg: Config) -> None:
+    """The maze's walls and each critic's greedy rollout between its farthest two cells."""
+    h, w = maze.walls.shape
+    ax.imshow(maze.walls, cmap="Greys", vmin=0, vmax=1.5, extent=(-w / 2, w / 2, -h / 2, h / 2))
+    for method, c in curves.items():
+        if not method.startswith(f"{name}/") or method.endswith("/oracle"):
+            continue
+        xy = np.asarray(c["rollout"][0], dtype=float).reshape(-1, 2)
+        ax.plot(xy[:, 0], xy[:, 1], label=ALL_LABELS.get(method, method))
+    start, goal = farthest_pair(maze)
+    ax.plot(*start[0], "o", color="k", markersize=10)
+    ax.plot(*goal[0], "*", color="k", markersize=12)
+    ax.set_title(f"{name}: greedy rollouts, seed {cfg.seeds[0]} (o start, * goal)")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.legend(frameon=False, fontsize=7, loc="lower left")
 
 
 def plot(curves, cfg: Config, layouts: dict[str, LayoutConfig], path: Path) -> None:
@@ -160,7 +256,7 @@ def plot(curves, cfg: Config, layouts: dict[str, LayoutConfig], path: Path) -> N
         len(layouts), 2, figsize=(11, 4.2 * len(layouts)), dpi=120, squeeze=False
     )
     for row, (name, setting) in enumerate(layouts.items()):
-        grid = make_grid(setting.layout, setting.size, setting.wall_length)
+        maze = point_maze_of(setting) if setting.layout == POINT_MAZE else None
         ax = axes[row, 0]
         for method, c in curves.items():
             if not method.startswith(f"{name}/"):
@@ -169,9 +265,11 @@ def plot(curves, cfg: Config, layouts: dict[str, LayoutConfig], path: Path) -> N
             x = np.arange(1, values.shape[1] + 1)
             seen = np.isfinite(values).sum(axis=0)  # distances no evaluation pair had: gaps
             mean = np.where(seen > 0, np.nansum(values, axis=0) / np.maximum(seen, 1), np.nan)
-            ax.plot(x, mean, marker=".", label=LABELS.get(method, method))
-        ax.axvspan(0.5, 5.5, color="grey", alpha=0.1, label="near (d <= 5)")
-        ax.set_xlabel("start-goal distance (BFS steps)")
+            ax.plot(x, mean, marker=".", label=ALL_LABELS.get(method, method))
+        near = cfg.eval.bins["near"][1]
+        ax.axvspan(0.5, near + 0.5, color="grey", alpha=0.1, label=f"near (d <= {near:g})")
+        unit = f"maze cells of {setting.maze}" if maze else "BFS steps"
+        ax.set_xlabel(f"start-goal distance ({unit})")
         ax.set_ylabel("success rate of the greedy policy")
         ax.set_ylim(-0.02, 1.02)
         ax.set_title(f"{name} layout, mean over seeds {list(cfg.seeds)}")
@@ -179,13 +277,19 @@ def plot(curves, cfg: Config, layouts: dict[str, LayoutConfig], path: Path) -> N
         ax.legend(frameon=False, fontsize=7)
 
         ax = axes[row, 1]
+        if maze:
+            plot_maze_rollouts(ax, maze, name, curves, cfg)
+            continue
+        grid = make_grid(setting.layout, setting.size, setting.wall_length)
         ax.imshow(~grid.free, cmap="Greys", vmin=0, vmax=1.5)
         for i, (method, c) in enumerate(curves.items()):
             if not method.startswith(f"{name}/") or method.endswith("/oracle"):
                 continue
             cells = grid.cells[np.asarray(c["rollout"][0], dtype=int)]
             jitter = 0.08 * (i - 1.5)
-            ax.plot(cells[:, 1] + jitter, cells[:, 0] + jitter, label=LABELS.get(method, method))
+            ax.plot(
+                cells[:, 1] + jitter, cells[:, 0] + jitter, label=ALL_LABELS.get(method, method)
+            )
         start, goal = far_corners(grid)
         for cell, marker in ((grid.cells[start], "o"), (grid.cells[goal], "*")):
             ax.plot(cell[1], cell[0], marker, color="k", markersize=10)
