@@ -37,6 +37,20 @@ class HyperCleaningConfig:
     n_val: int = 300  # the rest of the 1797 digits is the test set
     corruption: float = 0.5  # fraction of training labels replaced by random classes
     mu: float = 1e-2  # ridge weight of the lower level
+    # digits (scikit-learn's bundled 8 x 8 digits, the toy) | fashion_mnist (the real rung:
+    # Debian's dataset-fashion-mnist idx.gz files, fetched by scripts/fetch_assets.py)
+    source: str = "digits"
+    # test examples: None = all (digits: those left after train/val; fashion_mnist: the 10k
+    # test split); a number draws that many per seed
+    n_test: int | None = None
+    # also record validation/test accuracy, test CE and the corruption-detection AUC of the
+    # weights, and accuracy curves per outer step (the real rung; off for the toy, whose
+    # committed results hold the metrics above only)
+    track_accuracy: bool = False
+    # upper-level step per training example: alpha = alpha_per_example * n_train, since the
+    # per-example weights' hypergradients are O(1/n) (brief Sec. 3.4; the toy's alpha = 100
+    # at n = 1000 is 0.1 per example); None: budget.alpha as given
+    alpha_per_example: float | None = None
     budget: BudgetConfig = field(
         default_factory=lambda: BudgetConfig(
             qnbo_P=5,

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from papers.qnbo.claims import LABELS
 from papers.qnbo.config import BudgetConfig, Config
-from papers.qnbo.data import DTYPE, make_hyper_cleaning, make_quadratic
+from papers.qnbo.data import DTYPE, SOURCES, make_hyper_cleaning, make_quadratic
 from papers.qnbo.method import AIDSettings, Bilevel, QNBOSettings, State, aid_step, qnbo_step
 from shared import checkpoint
 from shared.entry import main
@@ -30,6 +31,29 @@ from shared.records import Results, by_setting
 
 METHODS = ("qnbo", "qnbo_q0", "aid_bio", "amigo_cg")
 TOYS = ("quadratic", "hyper_cleaning")
+# The real rung (configs/qnbo/real.yaml): hyper-cleaning on Fashion-MNIST from Debian's
+# dataset-fashion-mnist (python scripts/fetch_assets.py); checked before any work.
+REAL_ASSETS = ("fashion_mnist",)
+FASHION_TRAIN_IMAGES = 60000
+
+
+def real_preflight(cfg: Config) -> list[str]:
+    """The real rung's options (its asset is checked by the entry point)."""
+    h, problems = cfg.hyper_cleaning, []
+    if "hyper_cleaning" not in cfg.toys:
+        problems.append(f"the real rung runs the hyper_cleaning toy; toys={list(cfg.toys)}")
+    if h.source not in SOURCES:
+        problems.append(f"hyper_cleaning.source must be one of {list(SOURCES)}, got {h.source!r}")
+    if h.source == "fashion_mnist" and h.n_train + h.n_val > FASHION_TRAIN_IMAGES:
+        problems.append(
+            f"hyper_cleaning.n_train + n_val = {h.n_train + h.n_val} exceeds the "
+            f"{FASHION_TRAIN_IMAGES} Fashion-MNIST training images"
+        )
+    if h.n_test is not None and h.n_test <= 0:
+        problems.append(f"hyper_cleaning.n_test must be positive or null, got {h.n_test}")
+    if not 0.0 <= h.corruption <= 1.0:
+        problems.append(f"hyper_cleaning.corruption must lie in [0, 1], got {h.corruption}")
+    return problems
 
 
 def steppers(
@@ -74,10 +98,15 @@ def optimise(
     state: State,
     outer_steps: int,
     objective: Callable[[State], float],
-) -> tuple[list[float], list[float], State]:
-    """K outer iterations; the objective after each (index 0 = the start) and the cumulative
-    wall time."""
+    trackers: dict[str, Callable[[State], float]] | None = None,
+    progress: Callable[[], None] | None = None,
+) -> tuple[list[float], list[float], State, dict[str, list[float]]]:
+    """K outer iterations; the objective after each (index 0 = the start), the cumulative
+    wall time of the steps alone, the final state, and each tracker's value after each step
+    (evaluated outside the timed region)."""
+    trackers = trackers or {}
     values, seconds, elapsed = [objective(state)], [0.0], 0.0
+    tracked = {name: [fn(state)] for name, fn in trackers.items()}
     for _ in range(outer_steps):
         start = time.perf_counter()
         state = step(problem, state)
@@ -86,7 +115,11 @@ def optimise(
             raise FloatingPointError("a NaN or inf reached the iterate")
         values.append(objective(state))
         seconds.append(elapsed)
-    return values, seconds, state
+        for name, fn in trackers.items():
+            tracked[name].append(fn(state))
+        if progress is not None:
+            progress()
+    return values, seconds, state, tracked
 
 
 def run_toy(toy: str, seed: int, cfg: Config, run_dir: Path | None = None) -> RunOutput:
@@ -95,6 +128,9 @@ def run_toy(toy: str, seed: int, cfg: Config, run_dir: Path | None = None) -> Ru
     that the upper- and lower-level variables were trained."""
     metrics: dict[str, float] = {}
     curves: dict[str, list[float]] = {}
+    trackers: dict[str, Callable[[State], float]] = {}
+    # accuracy metrics and curves, and a bar over outer steps (the real rung's long runs)
+    h_track = toy == "hyper_cleaning" and cfg.hyper_cleaning.track_accuracy
     if toy == "quadratic":
         q = cfg.quadratic
         quad = make_quadratic(seed, q.d_y, q.d_x, q.condition, q.target_sd, q.rho)
@@ -109,12 +145,21 @@ def run_toy(toy: str, seed: int, cfg: Config, run_dir: Path | None = None) -> Ru
             return quad.phi(state.x) - phi_star  # optimality gap
     elif toy == "hyper_cleaning":
         h = cfg.hyper_cleaning
-        data = make_hyper_cleaning(seed, h.n_train, h.n_val, h.corruption, h.mu)
+        data = make_hyper_cleaning(
+            seed, h.n_train, h.n_val, h.corruption, h.mu, source=h.source, n_test=h.n_test
+        )
         budget, beta = h.budget, data.lower_step()
         alpha = budget.alpha if budget.alpha is not None else 1.0
+        if h.alpha_per_example is not None:  # alpha scaled to the O(1/n) hypergradient
+            alpha = h.alpha_per_example * h.n_train
         x0 = torch.zeros(h.n_train, dtype=DTYPE)
         y0 = torch.zeros(data.a_train.shape[1] * data.n_classes, dtype=DTYPE)
         make_problem = data.bilevel
+        if h.track_accuracy:  # accuracy curves against outer iterations (and time)
+            trackers = {
+                "val_acc": lambda state: data.validation_accuracy(state.y),
+                "test_acc": lambda state: data.test_accuracy(state.y),
+            }
 
         def objective(state: State) -> float:
             return data.validation_ce(state.y)
@@ -122,16 +167,26 @@ def run_toy(toy: str, seed: int, cfg: Config, run_dir: Path | None = None) -> Ru
         raise ValueError(f"unknown toy {toy!r}; choose from {list(TOYS)}")
 
     runners = steppers(cfg, budget, beta, alpha)
+    bar = tqdm(
+        total=len(cfg.methods) * budget.outer_steps,
+        desc=f"{toy} s{seed} outer steps",
+        leave=False,
+        disable=not (cfg.runtime.progress and h_track),
+    )
     for method in cfg.methods:
         problem = make_problem()
-        values, seconds, final = optimise(
+        values, seconds, final, tracked = optimise(
             runners[method],
             problem,
             State(x0.clone(), y0.clone()),
             budget.outer_steps,
             objective,
+            trackers,
+            progress=bar.update if h_track else None,
         )
         curves[f"{method}.objective"], curves[f"{method}.seconds"] = values, seconds
+        for name, series in tracked.items():
+            curves[f"{method}.{name}"] = series
         if run_dir is not None:
             start_vars = {"x": x0, "y": y0}
             checkpoint.save_checkpoint(
@@ -152,16 +207,27 @@ def run_toy(toy: str, seed: int, cfg: Config, run_dir: Path | None = None) -> Ru
             metrics[f"{method}.rel_gap_final"] = values[-1] / gap0
         else:
             metrics[f"{method}.test_acc"] = data.test_accuracy(final.y)
+            if h_track:
+                metrics[f"{method}.val_acc"] = data.validation_accuracy(final.y)
+                metrics[f"{method}.test_ce"] = data.test_ce(final.y)
+                metrics[f"{method}.corruption_auc"] = data.corruption_auc(final.x)
+    bar.close()
     return RunOutput(metrics=metrics, curves=curves)
 
 
 def plot(curves: dict, cfg: Config, path: Path) -> None:
-    """Objective vs outer iteration and vs wall time, mean over seeds, per toy."""
+    """Objective vs outer iteration and vs wall time, mean over seeds, per toy; with
+    accuracy tracking (the real rung), also test accuracy vs outer iteration."""
+    tracked = any(f"{cfg.methods[0]}.test_acc" in by_key for by_key in curves.values())
+    n_cols = 3 if tracked else 2
     fig, axes = plt.subplots(
-        len(curves), 2, figsize=(11, 4.0 * len(curves)), dpi=120, squeeze=False
+        len(curves), n_cols, figsize=(5.5 * n_cols, 4.0 * len(curves)), dpi=120, squeeze=False
     )
     for row, (toy, by_key) in enumerate(curves.items()):
         ylabel = "optimality gap" if toy == "quadratic" else "validation cross-entropy"
+        source = cfg.hyper_cleaning.source if toy == "hyper_cleaning" else "digits"
+        data_name = "" if source == "digits" else f" ({source})"
+        title = f"{toy}{data_name}, mean over seeds {list(cfg.seeds)}"
         for method in cfg.methods:
             values = np.asarray(by_key[f"{method}.objective"])  # (S, K+1)
             seconds = np.asarray(by_key[f"{method}.seconds"]).mean(axis=0)
@@ -169,12 +235,18 @@ def plot(curves: dict, cfg: Config, path: Path) -> None:
             mean = values.mean(axis=0)
             axes[row, 0].plot(np.arange(mean.size), mean, label=label)
             axes[row, 1].plot(seconds, mean, label=label)
-        for col, xlabel in enumerate(("outer iteration", "wall time (s)")):
+            if tracked and f"{method}.test_acc" in by_key:
+                acc = np.asarray(by_key[f"{method}.test_acc"]).mean(axis=0)
+                axes[row, 2].plot(np.arange(acc.size), acc, label=label)
+        panels = [("outer iteration", ylabel), ("wall time (s)", ylabel)]
+        if tracked:
+            panels.append(("outer iteration", "test accuracy"))
+        for col, (xlabel, y_name) in enumerate(panels):
             ax = axes[row, col]
             ax.set_yscale("log" if toy == "quadratic" else "linear")
             ax.set_xlabel(xlabel)
-            ax.set_ylabel(ylabel)
-            ax.set_title(f"{toy}, mean over seeds {list(cfg.seeds)}")
+            ax.set_ylabel(y_name)
+            ax.set_title(title, **({"fontsize": 9} if tracked else {}))
             ax.grid(alpha=0.3)
             ax.legend(frameon=False, fontsize=8)
     fig.tight_layout()
@@ -186,6 +258,7 @@ def run(cfg: Config, out_dir: Path) -> Results:
     """Every (toy, seed), the convergence plots, the per-method results and a timing table."""
     check_names("methods", cfg.methods, METHODS)
     check_names("toys", cfg.toys, TOYS)
+    check_names("hyper_cleaning.source", [cfg.hyper_cleaning.source], SOURCES)
     per_toy, curves = run_grid(
         cfg.toys,
         cfg.seeds,
