@@ -71,8 +71,8 @@ REAL_PLOT = "train_ce.png"
 REAL_TABLE_METRICS = ["final_train_ce", "mean_train_ce", "final_test_ce", "final_test_acc"]
 REAL_LABELS = {**LABELS, "adambs": "AdamBS (as coded)"}
 REAL_PAPER_NUMBER = "not reported (curves only)"
-REAL_CPU_BUDGET_S = 1200.0  # one core; measured ~900 s (README "Real data"), 20-min ceiling
-REAL_CI = False  # ~15 CPU-minutes: far over CI's 120 s
+REAL_CPU_BUDGET_S = 1200.0  # one core; measured 592 s (results/real.json), 20-min ceiling
+REAL_CI = False  # ~10 CPU-minutes: far over CI's 120 s
 # End to end on the real files in a few CPU seconds: a 2560-example subset, one epoch, one seed,
 # one uniform and every bandit sampler.
 REAL_SMOKE_OVERRIDES = (
