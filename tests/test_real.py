@@ -8,6 +8,7 @@ Without the assets (a machine that cannot reach the registries) the runs skip, n
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
@@ -92,17 +93,26 @@ def test_committed_real_results_name_their_assets(real_slug):
 
 
 def test_real_run_without_its_assets_stops_in_one_line(real_slug, tmp_path, monkeypatch):
+    """A fetched asset absent from the cache names the fetch command; an installed package at
+    another version than the table pins names the package and the install command."""
     train, _ = paper_modules(real_slug)
     fetched = [n for n in train.REAL_ASSETS if assets.asset(n).source != "installed"]
-    if not fetched:
-        pytest.skip(f"{real_slug} reads only installed packages' files")
     monkeypatch.setenv(assets.ENV_VARIABLE, str(tmp_path / "empty-cache"))
+    if fetched:
+        expected = f"{assets.FETCH_COMMAND} {fetched[0]}"
+    else:  # only installed packages' files: pretend the table pins another version
+        entry = assets.asset(train.REAL_ASSETS[0])
+        other = dataclasses.replace(entry, version="0.0")
+        monkeypatch.setattr(
+            assets, "ASSETS", tuple(other if a is entry else a for a in assets.ASSETS)
+        )
+        expected = f"the table pins 0.0: reinstall {entry.package}==0.0"
     out = tmp_path / "run"
     with pytest.raises(PreflightError) as err:
         execute(real_slug, compose_dict(real_slug, REAL_SCALE), out)
     message = str(err.value)
     assert "\n" not in message and "scale=real cannot start" in message
-    assert f"{assets.FETCH_COMMAND} {fetched[0]}" in message
+    assert expected in message, message
     assert not out.exists(), "a refused run must not make its run folder"
 
 
