@@ -123,6 +123,36 @@ def intervals(
     return out
 
 
+def interval_records(by_method: dict, target: float) -> dict[str, list[float]]:
+    """One replication's record per method: whether its interval covers ``target``, its
+    half-width and its point estimate."""
+    records = {}
+    for method, interval in by_method.items():
+        records[f"{method}/covered"] = [float(interval.covers(target))]
+        records[f"{method}/half_width"] = [interval.half_width]
+        records[f"{method}/estimate"] = [interval.estimate]
+    return records
+
+
+def replicate(
+    one_replication, name: str, seed: int, run_dir: Path, cfg: Config, logger: MetricsLogger
+) -> dict:
+    """``cfg.replications`` draws of ``one_replication`` from one seeded stream, checkpointed
+    and resumable (``shared.replications.run_replications``)."""
+    return run_replications(
+        one_replication,
+        cfg.replications,
+        seed,
+        run_dir,
+        checkpoint_every=cfg.checkpoint_every,
+        logger=logger,
+        tags={"setting": name, "seed": seed},
+        log_keys=tuple(f"{m}/covered" for m in cfg.methods),
+        progress=cfg.runtime.progress,
+        desc=name,
+    )
+
+
 def run_setting(
     name: str,
     setting: SettingConfig,
@@ -143,25 +173,9 @@ def run_setting(
 
     def one_replication(rep: int, rng: np.random.Generator) -> dict[str, list[float]]:
         d1, d2 = toy_draw(setting, rng) if world is None else gp_draw(setting, world, rng)
-        records = {}
-        for method, interval in intervals(d1, d2, setting, cfg, cfg.methods, rng).items():
-            records[f"{method}/covered"] = [float(interval.covers(true_ate))]
-            records[f"{method}/half_width"] = [interval.half_width]
-            records[f"{method}/estimate"] = [interval.estimate]
-        return records
+        return interval_records(intervals(d1, d2, setting, cfg, cfg.methods, rng), true_ate)
 
-    records = run_replications(
-        one_replication,
-        cfg.replications,
-        seed,
-        run_dir,
-        checkpoint_every=cfg.checkpoint_every,
-        logger=logger,
-        tags={"setting": name, "seed": seed},
-        log_keys=tuple(f"{m}/covered" for m in cfg.methods),
-        progress=cfg.runtime.progress,
-        desc=name,
-    )
+    records = replicate(one_replication, name, seed, run_dir, cfg, logger)
     metrics, curves = {"true_ate": true_ate}, {}
     for method in cfg.methods:
         estimates = np.asarray(records[f"{method}/estimate"])
@@ -191,29 +205,15 @@ def run_real_setting(
 
     def one_replication(rep: int, rng: np.random.Generator) -> dict[str, list[float]]:
         d1, d2, shared = real_draw(setting, data, rng)
-        records = {}
-        for method, interval in intervals(d1, d2, setting, cfg, cfg.methods, rng, shared).items():
-            records[f"{method}/covered"] = [float(interval.covers(reference))]
-            records[f"{method}/half_width"] = [interval.half_width]
-            records[f"{method}/estimate"] = [interval.estimate]
+        by_method = intervals(d1, d2, setting, cfg, cfg.methods, rng, shared)
+        records = interval_records(by_method, reference)
         check = shift_check(d1.x[:, shared], d2.x, cfg.shift_alpha, cfg.shift_smd)
         records["shift_check/flagged"] = [float(check.flagged)]
         records["shift_check/max_smd"] = [check.max_abs_smd]
         records["data/n_d2"] = [float(len(d2.y))]
         return records
 
-    records = run_replications(
-        one_replication,
-        cfg.replications,
-        seed,
-        run_dir,
-        checkpoint_every=cfg.checkpoint_every,
-        logger=logger,
-        tags={"setting": name, "seed": seed},
-        log_keys=tuple(f"{m}/covered" for m in cfg.methods),
-        progress=cfg.runtime.progress,
-        desc=name,
-    )
+    records = replicate(one_replication, name, seed, run_dir, cfg, logger)
     metrics, curves = {"true_ate": reference}, {}
     aipw_width = (
         float(np.mean(records["aipw/half_width"])) if "aipw" in cfg.methods else float("nan")
