@@ -160,6 +160,20 @@ def _rate(flags: np.ndarray) -> float:
     return float(flags.mean()) if len(flags) else float("nan")
 
 
+def success_by_bin(success: np.ndarray, distance: np.ndarray, bins: Bins) -> dict:
+    """``<bin>_success`` and ``n_<bin>`` per distance bin, overall ``success``, and the horizon
+    generalization ratio ``eta`` = far success / near success (NaN when near success is 0)."""
+    metrics: dict = {}
+    for name, (low, high) in bins.items():
+        in_bin = (distance >= low) & (distance <= high)
+        metrics[f"{name}_success"] = _rate(success[in_bin])
+        metrics[f"n_{name}"] = int(in_bin.sum())
+    metrics["success"] = _rate(success)
+    near = metrics["near_success"]
+    metrics["eta"] = metrics["far_success"] / near if near > 0 else float("nan")
+    return metrics
+
+
 def evaluate(
     q_fn: QFn,
     grid: Grid,
@@ -196,15 +210,8 @@ def evaluate(
     distance = grid.distances[starts, goals]
     success, _, _ = rollout(q_fn, grid, starts, goals, max_steps=max_steps)
 
-    metrics: dict = {}
     check_bins(bins)
-    for name, (low, high) in bins.items():
-        in_bin = (distance >= low) & (distance <= high)
-        metrics[f"{name}_success"] = _rate(success[in_bin])
-        metrics[f"n_{name}"] = int(in_bin.sum())
-    metrics["success"] = _rate(success)
-    near = metrics["near_success"]
-    metrics["eta"] = metrics["far_success"] / near if near > 0 else float("nan")
+    metrics = success_by_bin(success, distance, bins)
 
     far = np.flatnonzero((distance >= bins["far"][0]) & (distance <= bins["far"][1]))
     far_starts, far_goals = starts[far], goals[far]

@@ -50,6 +50,7 @@ from papers.horizon_generalization.evaluate import (
     check_bins,
     greedy_actions,
     planning_invariance,
+    success_by_bin,
 )
 
 # gymnasium-robotics env ids whose default map is the named one (the map itself is passed in).
@@ -305,14 +306,7 @@ def evaluate_maze(
     distance = maze.cells.distances[start_cells, goal_cells]
     success, _ = maze_rollout(q_fn, maze, starts, goals, max_steps)
 
-    metrics: dict = {}
-    for name, (low, high) in bins.items():
-        in_bin = (distance >= low) & (distance <= high)
-        metrics[f"{name}_success"] = _rate(success[in_bin])
-        metrics[f"n_{name}"] = int(in_bin.sum())
-    metrics["success"] = _rate(success)
-    near = metrics["near_success"]
-    metrics["eta"] = metrics["far_success"] / near if near > 0 else float("nan")
+    metrics = success_by_bin(success, distance, bins)
 
     far = np.flatnonzero((distance >= bins["far"][0]) & (distance <= bins["far"][1]))
     tiles = maze.tiles
