@@ -153,7 +153,9 @@ def test_numbers_from_another_cpu_vendor_are_named_not_compared(tmp_path, monkey
 
     results = tmp_path / "results" / "toy.json"
     results.parent.mkdir()
-    monkeypatch.setattr(entry, "committed_results_path", lambda slug, heldout=False: results)
+    monkeypatch.setattr(
+        entry, "committed_results_path", lambda slug, heldout=False, scale="toy": results
+    )
     monkeypatch.setattr(floatpath, "cpu_vendor", lambda: "GenuineIntel")
     for made_on, compared in [("AuthenticAMD", False), ("GenuineIntel", True), (None, True)]:
         record = {"mode": "pinned"} | ({"cpu_vendor": made_on} if made_on else {})

@@ -147,14 +147,3 @@ def test_paper_scale_can_read_the_asset_too():
     assert "ships only" in train.preflight(to_object(unknown))[0]
     typo = compose_dict("adamcb", "paper", ["data.name=mnist", "data.source=web"])
     assert "data.source=web is unknown" in train.preflight(to_object(typo))[0]
-
-
-@pytest.mark.smoke
-def test_real_smoke_overrides_run_end_to_end(files, tmp_path):
-    cfg = compose_dict("adamcb", "real", [*claims.REAL_SMOKE_OVERRIDES, "runtime.progress=false"])
-    record = execute("adamcb", cfg, tmp_path / "run")
-    assert record["scale"] == "real"
-    assert [a["name"] for a in record["assets"]] == ["fashion_mnist"]
-    for method in ("adam", "adambs", "adambs_corrected", "adamcb"):
-        assert np.isfinite(record["metrics"][method]["final_train_ce"]["mean"])
-    assert (tmp_path / "run" / claims.REAL_PLOT).exists()
