@@ -135,15 +135,21 @@ def _verdict(claim: dict) -> str:
     return "PASS" if claim["passed"] else "FAIL"
 
 
-def results_block(result: dict, heldout: dict | None = None) -> str:
-    """A paper's README block: per-method metrics, the claim verdicts on the claim seeds and on
-    the held-out seeds, and the toy figure."""
+def metric_rows(result: dict) -> tuple[list[str], list[list[str]]]:
+    """The results file's table metrics, and one row per method: its label, then mean ± std."""
     labels = result.get("labels", {})
     metrics = result["table_metrics"]
     rows = [
         [labels.get(m, m)] + [mean_std(result["metrics"][m].get(k)) for k in metrics]
         for m in result["metrics"]
     ]
+    return metrics, rows
+
+
+def results_block(result: dict, heldout: dict | None = None) -> str:
+    """A paper's README block: per-method metrics, the claim verdicts on the claim seeds and on
+    the held-out seeds, and the toy figure."""
+    metrics, rows = metric_rows(result)
     held = {c["name"]: c for c in heldout["claims"]} if heldout else {}
     claims = [
         [c["name"], c["role"], c["statement"], f"{c['measured']:.4g}", _verdict(c)]
@@ -187,12 +193,7 @@ def results_block(result: dict, heldout: dict | None = None) -> str:
 def real_block(result: dict) -> str:
     """A paper's README "Real data" block: the assets read (package, version, sha256), the
     per-method metrics, the real claims' verdicts and the figure, from ``results/real.json``."""
-    labels = result.get("labels", {})
-    metrics = result["table_metrics"]
-    rows = [
-        [labels.get(m, m)] + [mean_std(result["metrics"][m].get(k)) for k in metrics]
-        for m in result["metrics"]
-    ]
+    metrics, rows = metric_rows(result)
     claims = [
         [c["name"], c["role"], c["statement"], f"{c['measured']:.4g}", _verdict(c)]
         for c in result["claims"]

@@ -136,7 +136,7 @@ def compose_dict(
     if scale == REAL_SCALE and not has_real_rung(slug):
         raise ValueError(
             f"paper {slug!r} has no real rung (configs/{slug}/real.yaml); papers with one: "
-            + ", ".join(p for p in available_papers() if has_real_rung(p))
+            + ", ".join(real_papers())
         )
     if scale not in (*SCALES, REAL_SCALE):
         raise ValueError(
