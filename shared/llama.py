@@ -64,15 +64,25 @@ def tiny_llama(
     return model
 
 
+# What from_pretrained reads the weights from: one safetensors file, a sharded index, or torch's
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+
+
 def load_local_causal_lm(path: str | Path, **kwargs):
     """A local Llama / Mistral checkpoint folder through ``AutoModelForCausalLM.from_pretrained(
     ..., local_files_only=True)`` (never downloads; sdpa attention unless ``kwargs`` say
-    otherwise). Raises ``FileNotFoundError`` naming the folder when its config is absent."""
+    otherwise). Raises ``FileNotFoundError`` naming the folder when its config or weights are
+    absent."""
     path = Path(path)
     if not (path / "config.json").is_file():
         raise FileNotFoundError(
             f"no model checkpoint at {path} (expected {path / 'config.json'}); place a local "
             "Llama / Mistral folder there (nothing is downloaded)"
+        )
+    if not any((path / name).is_file() for name in WEIGHT_FILES):
+        raise FileNotFoundError(
+            f"model folder {path} has a config but no weights (expected one of "
+            f"{', '.join(WEIGHT_FILES)})"
         )
     kwargs.setdefault("attn_implementation", "sdpa")
     return AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, **kwargs)

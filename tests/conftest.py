@@ -44,6 +44,20 @@ def one_thread():
     torch.set_num_threads(previous)
 
 
+@pytest.fixture(scope="session")
+def smollm2():
+    """``(model, tokenizer)`` of the real pretrained LM (SmolLM2-135M, the fetched asset),
+    loaded once per test process; skips naming the fetch command when it is absent."""
+    from shared import pretrained
+    from tests.helpers import require_assets
+
+    require_assets(pretrained.MODEL_ASSET)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)  # the runtime's pin: the real-model tests compare numbers
+    yield pretrained.load_model()
+    torch.set_num_threads(previous)
+
+
 # ------------------------------------------------------------ claim-time table (all workers)
 _CLAIM_TIMES: list[tuple[str, str, float, float, float]] = []
 
