@@ -548,7 +548,7 @@ def record(names: list[str] | tuple[str, ...]) -> list[dict]:
             "version": e.version,
             "source": e.source,
             "archive_sha256": e.archive_sha256,
-            "files": {f.name: f.sha256 for f in e.files},
+            "files": {f.name: f.sha256 for f in e.everything},
             "licence": e.licence,
         }
         for e in map(asset, names)

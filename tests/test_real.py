@@ -86,7 +86,7 @@ def test_committed_real_results_name_their_assets(real_slug):
     for name, entry in recorded.items():
         pinned = assets.asset(name)
         assert entry["version"] == pinned.version
-        assert entry["files"] == {f.name: f.sha256 for f in pinned.files}
+        assert entry["files"] == {f.name: f.sha256 for f in pinned.everything}
     declared = {c.name for c in claims.REAL_CLAIMS}
     assert {c["name"] for c in result["claims"]} == declared, "real.json predates REAL_CLAIMS"
     assert (path.parent / "real.png").is_file()
