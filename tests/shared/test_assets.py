@@ -118,7 +118,11 @@ def test_table_is_well_formed():
         for spec in entry.files:
             assert re.fullmatch(r"[0-9a-f]{64}", spec.sha256), (entry.name, spec.member)
             assert spec.size > 0
-        assert len({f.name for f in entry.files}) == len(entry.files), entry.name
+        assert len({f.name for f in entry.everything}) == len(entry.everything), entry.name
+        assert bool(entry.convert) == bool(entry.derived), entry.name
+        for spec in entry.derived:
+            assert spec.member.startswith(assets.DERIVED_FOLDER + "/"), (entry.name, spec.member)
+            assert re.fullmatch(r"[0-9a-f]{64}", spec.sha256) and spec.size > 0, spec.member
 
 
 def test_unknown_asset_is_named():
@@ -227,3 +231,46 @@ def test_idx_round_trip_and_bad_files(tmp_path):
     path.write_bytes(b"not an idx file at all")
     with pytest.raises(IdxError, match="no IDX header"):
         read_idx(path)
+
+
+# ------------------------------------------------------------------------------ conversion
+DERIVED = b"X,Y\n1,2\n3,4\n"  # what the stand-in conversion writes: table.csv upper-cased
+
+
+def upper_case_table(files: Path, out: Path) -> None:
+    """The stand-in conversion (named by ``Asset.convert``): one derived file."""
+    out.mkdir()
+    (out / "TABLE.csv").write_bytes((files / "table.csv").read_bytes().upper())
+
+
+def _converting(entry: assets.Asset, monkeypatch, derived_sha: str) -> assets.Asset:
+    converting = dataclasses.replace(
+        entry,
+        convert=f"{__name__}:upper_case_table",
+        derived=(
+            assets.AssetFile(f"{assets.DERIVED_FOLDER}/TABLE.csv", derived_sha, len(DERIVED)),
+        ),
+    )
+    monkeypatch.setattr(assets, "ASSETS", (*assets.ASSETS[:-1], converting))
+    return converting
+
+
+def test_fetch_converts_once_and_pins_the_derived_files(tmp_path, monkeypatch):
+    entry, root = _fake(tmp_path, monkeypatch)
+    entry = _converting(entry, monkeypatch, _sha(DERIVED))
+    assert assets.fetch("standin") == "fetched"
+    paths = assets.require("standin")
+    assert paths["TABLE.csv"] == assets.asset_dir(entry, root) / "transformers" / "TABLE.csv"
+    assert paths["TABLE.csv"].read_bytes() == DERIVED
+    assert assets.record(["standin"])[0]["files"]["TABLE.csv"] == _sha(DERIVED)
+    paths["TABLE.csv"].unlink()  # a converted file gone: named, with the fetch command
+    with pytest.raises(assets.AssetError, match="TABLE.csv is missing.*fetch_assets.py standin"):
+        assets.require("standin")
+
+
+def test_a_conversion_that_writes_other_files_is_refused_and_nothing_lands(tmp_path, monkeypatch):
+    entry, root = _fake(tmp_path, monkeypatch)
+    entry = _converting(entry, monkeypatch, "0" * 64)
+    with pytest.raises(assets.AssetError, match="TABLE.csv has sha256.*conversion.*refused"):
+        assets.fetch("standin")
+    assert not assets.asset_dir(entry, root).exists()
