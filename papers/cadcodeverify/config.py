@@ -67,6 +67,7 @@ class SandboxConfig:
     cpu_s: int = 60  # RLIMIT_CPU
     memory_mb: int = 4096  # RLIMIT_AS, per process
     file_mb: int = 256  # RLIMIT_FSIZE
+    disk_mb: int = 256  # the working folder and /tmp together: a size-limited tmpfs (bwrap)
     use_bwrap: bool = True  # false: run unconfined (only with unsafe_allow_unconfined=true)
     max_processes: int = 64  # RLIMIT_NPROC: processes plus threads, as an unprivileged uid
     # UNSAFE: where bubblewrap cannot confine the program, run it anyway with resource limits

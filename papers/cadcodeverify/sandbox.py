@@ -9,9 +9,10 @@ Inside bubblewrap the program
 
 * sees a view built from nothing: read-only the interpreter's prefix directories (stdlib and
   site-packages), the dynamic loader's libraries (``/usr/lib``, ``/lib*``,
-  ``/etc/ld.so.cache``), a fresh ``/proc``, a minimal ``/dev``, an empty ``/tmp`` and its own
-  working folder (``/sandbox``, the only writable place). Not the home folder, not the
-  repository, not the rest of ``/etc``;
+  ``/etc/ld.so.cache``), a fresh ``/proc``, a minimal ``/dev`` and its own working folder
+  (``/sandbox``, with ``/tmp`` linked to it): an empty tmpfs of ``disk_mb`` megabytes, the only
+  writable place, which never touches the host's disk and dies with the sandbox. Not the home
+  folder, not the repository, not the rest of ``/etc``;
 * runs in new network, PID, IPC, UTS (and where possible cgroup) namespaces: no network at
   all, not even the host's loopback, and no host process to signal;
 * runs as an unprivileged user: started as root, bubblewrap keeps only CAP_SETUID/CAP_SETGID
@@ -59,22 +60,55 @@ FIX = (
 # Thread pools size themselves to the CPU count; every thread counts against RLIMIT_NPROC.
 THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
-# The trusted prelude. Started as root inside bubblewrap (argv: uid gid) it becomes the
-# unprivileged user first, so that nothing the model wrote ever runs with a capability.
+# The trusted prelude (argv: the output's name, then uid gid when started as root inside
+# bubblewrap). It forks: the child becomes the unprivileged user, so that nothing the model
+# wrote ever runs with a capability, and runs the script with its stdout sent nowhere; the
+# parent waits, then carries the output out on its own stdout, the one channel to the host:
+# "1" + the file's bytes when a regular file of that name exists (O_NOFOLLOW, no FIFO), else
+# nothing. Under bubblewrap the working folder is a size-limited tmpfs that dies with the
+# sandbox, so this copy is the only way anything the script wrote leaves it.
 RUNNER = """\
 import os
 import runpy
+import signal
+import stat
 import sys
 
-if len(sys.argv) == 3:
-    uid, gid = int(sys.argv[1]), int(sys.argv[2])
-    os.setgroups([])
-    os.setgid(gid)
-    os.setuid(uid)
-    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid):
-        raise SystemExit("sandbox: could not drop privileges")
-sys.argv = ["code.py"]
-runpy.run_path("code.py", run_name="__main__")
+output_name, identity = sys.argv[1], sys.argv[2:]
+child = os.fork()
+if child == 0:
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+    if identity:
+        uid, gid = int(identity[0]), int(identity[1])
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+        if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid):
+            raise SystemExit("sandbox: could not drop privileges")
+    sys.argv = ["code.py"]
+    runpy.run_path("code.py", run_name="__main__")
+    sys.exit(0)
+_, status = os.waitpid(child, 0)
+if os.WIFSIGNALED(status):  # die of the same signal: the host reads why the script stopped
+    number = os.WTERMSIG(status)
+    signal.signal(number, signal.SIG_DFL)
+    os.kill(os.getpid(), number)
+code = os.waitstatus_to_exitcode(status)
+if code == 0:
+    try:
+        fd = os.open(output_name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        fd = -1
+    if fd >= 0 and stat.S_ISREG(os.fstat(fd).st_mode):
+        out = os.fdopen(1, "wb", closefd=False)
+        out.write(b"1")
+        with os.fdopen(fd, "rb") as result:
+            while block := result.read(1 << 20):
+                out.write(block)
+        out.flush()
+sys.exit(code)
 """
 
 
@@ -90,12 +124,13 @@ class SandboxLimits:
     cpu_s: int = 60  # RLIMIT_CPU
     memory_mb: int = 4096  # RLIMIT_AS, per process
     file_mb: int = 256  # RLIMIT_FSIZE: also bounds the output and the captured stderr
+    disk_mb: int = 256  # the working folder and /tmp together (a size-limited tmpfs; bwrap only)
     use_bwrap: bool = True  # false: skip bubblewrap and run unconfined (needs the unsafe key)
     max_processes: int = 64  # RLIMIT_NPROC: processes plus threads the program may run
     unsafe_allow_unconfined: bool = False  # run without bubblewrap where it does not work
 
     def __post_init__(self) -> None:
-        for name in ("timeout_s", "cpu_s", "memory_mb", "file_mb", "max_processes"):
+        for name in ("timeout_s", "cpu_s", "memory_mb", "file_mb", "disk_mb", "max_processes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise ValueError(f"sandbox.{name} must be a positive number, got {value!r}")
@@ -111,7 +146,7 @@ class SandboxResult:
     ok: bool  # exit status 0 and the expected output file exists
     output: bytes | None  # the output file's bytes
     error: str  # stderr tail or the reason (for the repair prompt)
-    stopped: str  # "" | timeout | memory | processes | other: what the sandbox stopped
+    stopped: str  # "" | timeout | memory | disk | processes | other: what the sandbox stopped
     mode: str  # "bwrap" | "unconfined": which sandbox ran the program
 
 
@@ -211,8 +246,13 @@ def _masks(bound: list[str]) -> list[str]:
     return args
 
 
-def bwrap_command(bwrap: str, workdir: Path) -> list[str]:
-    """The bubblewrap command line running the runner in ``workdir`` (seen as /sandbox)."""
+def bwrap_command(bwrap: str, workdir: Path, output_name: str, disk_mb: int) -> list[str]:
+    """The bubblewrap command line running the runner on the script in ``workdir``.
+
+    The working folder ``/sandbox`` is an empty tmpfs of ``disk_mb`` megabytes (``/tmp`` is a
+    link into it), not a folder of the host: a program that writes file after file fills it
+    and gets ENOSPC, and nothing it writes reaches the host's disk. The runner and the script
+    are bound into it read-only; the output comes out on the runner's stdout."""
     as_root = os.geteuid() == 0
     interpreter = _interpreter_dirs()
     if "/" in interpreter:  # binding it would show the program the whole host
@@ -224,6 +264,8 @@ def bwrap_command(bwrap: str, workdir: Path) -> list[str]:
         runner_args = [str(NOBODY), str(NOBODY)]
     else:
         identity, runner_args = ["--unshare-user"], []
+    inputs = [arg for name in (RUNNER_NAME, CODE_NAME)
+              for arg in ("--ro-bind", str(workdir / name), f"{SANDBOX_DIR}/{name}")]  # fmt: skip
     env = [arg for name, value in _child_env(SANDBOX_DIR).items()
            for arg in ("--setenv", name, value)]  # fmt: skip
     return [
@@ -236,13 +278,14 @@ def bwrap_command(bwrap: str, workdir: Path) -> list[str]:
         "--clearenv", *env,
         "--proc", "/proc",
         "--dev", "/dev",
-        "--tmpfs", "/tmp",
         *_loader_view(),
         *_read_only(interpreter),
         *_masks(interpreter),
-        "--bind", str(workdir), SANDBOX_DIR,
+        "--perms", "1777", "--size", str(disk_mb * 1024 * 1024), "--tmpfs", SANDBOX_DIR,
+        *inputs,
+        "--symlink", SANDBOX_DIR, "/tmp",
         "--chdir", SANDBOX_DIR,
-        sys.executable, "-I", RUNNER_NAME, *runner_args,
+        sys.executable, "-I", RUNNER_NAME, output_name, *runner_args,
     ]  # fmt: skip
 
 
@@ -307,6 +350,8 @@ def _stopped(returncode: int, stderr: str) -> str:
         return "timeout"  # the CPU-time limit fired
     if "MemoryError" in stderr or "std::bad_alloc" in stderr:
         return "memory"
+    if "No space left on device" in stderr:
+        return "disk"
     if ("BlockingIOError" in stderr and "fork" in stderr) or any(
         text in stderr for text in ("can't start new thread", "pthread_create")
     ):
@@ -316,15 +361,12 @@ def _stopped(returncode: int, stderr: str) -> str:
     return ""
 
 
-def _read_output(path: Path) -> bytes | None:
-    """The output file's bytes if it is a regular file; never follows a symlink the program
-    planted (it could point at a host file the parent may read) and never blocks on a FIFO."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        return f.read() if stat.S_ISREG(os.fstat(fd).st_mode) else None
+def _read_output(stream) -> bytes | None:
+    """The output the runner carried out ("1" + the file's bytes), or None when the script
+    left no regular file of that name."""
+    stream.seek(0)
+    carried = stream.read()
+    return carried[1:] if carried[:1] == b"1" else None
 
 
 def _tail(stream) -> str:
@@ -340,27 +382,24 @@ def _execute(code: str, output_name: str, limits: SandboxLimits, mode: str, bwra
         (workdir / RUNNER_NAME).write_text(RUNNER)
         user = None
         if mode == "bwrap":
-            command = bwrap_command(bwrap, workdir)
-            if os.geteuid() == 0:  # nobody writes here; root (without CAP_DAC_*) via group 0
-                os.chown(workdir, NOBODY, 0)
-                os.chmod(workdir, 0o770)
+            command = bwrap_command(bwrap, workdir, output_name, limits.disk_mb)
             task_owner = NOBODY if os.geteuid() == 0 else os.getuid()
         else:
-            command = [sys.executable, "-I", RUNNER_NAME]
+            command = [sys.executable, "-I", RUNNER_NAME, output_name]
             user = _unconfined_user()
             if user is not None:
                 os.chown(workdir, user, user)
             task_owner = user if user is not None else os.getuid()
         # RLIMIT_NPROC counts every task of the uid system-wide: allow max_processes more.
         nproc = None if task_owner == 0 else _tasks_of(task_owner) + limits.max_processes
-        # stderr goes to a file, not a pipe: RLIMIT_FSIZE bounds it, the parent's memory not.
-        with tempfile.TemporaryFile() as err_file:
+        # stdout and stderr go to files, not pipes: RLIMIT_FSIZE bounds them, our memory not.
+        with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
             proc = subprocess.Popen(
                 command,
                 cwd=workdir,
                 env=_child_env(str(workdir)),  # inherit no variable
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
+                stdout=out_file,
                 stderr=err_file,
                 user=user,
                 group=user,
@@ -375,6 +414,7 @@ def _execute(code: str, output_name: str, limits: SandboxLimits, mode: str, bwra
                 timed_out = True
             _kill_group(proc)
             stderr = _tail(err_file)
+            output = _read_output(out_file) if proc.returncode == 0 else None
         if timed_out:
             message = f"TimeoutError: the script ran longer than {limits.timeout_s:g} s"
             return SandboxResult(False, None, message, "timeout", mode)
@@ -388,8 +428,12 @@ def _execute(code: str, output_name: str, limits: SandboxLimits, mode: str, bwra
                     f"\nthe sandbox allows about {limits.max_processes} processes and threads "
                     "(sandbox.max_processes)"
                 )
+            if stopped == "disk":
+                reason += (
+                    f"\nthe sandbox's working folder and /tmp hold at most {limits.disk_mb} MB "
+                    "(sandbox.disk_mb)"
+                )
             return SandboxResult(False, None, reason, stopped, mode)
-        output = _read_output(workdir / output_name)
         if output is None:
             return SandboxResult(
                 False, None, f"the script ran but wrote no {output_name!r}", "", mode

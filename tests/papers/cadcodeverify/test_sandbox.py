@@ -25,7 +25,9 @@ from papers.cadcodeverify.config import SandboxConfig
 from papers.cadcodeverify.executors import SandboxedCadQueryExecutor
 from papers.cadcodeverify.sandbox import SandboxLimits, SandboxUnavailableError
 
-LIMITS = SandboxLimits(timeout_s=10, cpu_s=3, memory_mb=1024, file_mb=16, max_processes=16)
+LIMITS = SandboxLimits(
+    timeout_s=10, cpu_s=3, memory_mb=1024, file_mb=16, disk_mb=32, max_processes=16
+)
 UNCONFINED = replace(LIMITS, use_bwrap=False, unsafe_allow_unconfined=True)
 REPOSITORY_README = Path(__file__).resolve().parents[3] / "README.md"
 BOTH = [pytest.param(LIMITS, id="bwrap"), pytest.param(UNCONFINED, id="unconfined")]
@@ -192,6 +194,36 @@ def test_a_10_gb_allocation_fails(limits):
 def test_a_file_past_the_size_limit_fails(limits):
     result = _execute("open('big.bin', 'wb').write(bytes(32 * 1024**2))\n", limits)
     _contained(result, "File too large")
+
+
+def test_many_files_under_the_size_limit_stop_at_the_disk_bound(monkeypatch, tmp_path):
+    """4 MiB files (under file_mb = 16) into the working folder and /tmp until something stops
+    the program: ENOSPC at disk_mb = 32 in total, a compile failure naming the bound, and
+    nothing of it on the host's disk (the host folder holds only the two read-only inputs)."""
+    attack = (
+        "import sys\n"
+        "written = 0\n"
+        "try:\n"
+        "    for i in range(10_000):\n"
+        "        folder = '/tmp' if i % 2 else '.'\n"
+        "        with open(f'{folder}/fill{i}.bin', 'wb') as f:\n"
+        "            f.write(bytes(4 * 1024**2))\n"
+        "        written += 4 * 1024**2\n"
+        "finally:\n"
+        "    print('WRITTEN', written, file=sys.stderr)\n"
+    )
+    kept = []
+    monkeypatch.setattr(sandbox.shutil, "rmtree", lambda path, **kw: kept.append(Path(path)))
+    monkeypatch.setattr(sandbox.tempfile, "tempdir", str(tmp_path))
+    result = _execute(attack)
+    _contained(result, "No space left on device")
+    assert result.stopped == "disk" and "sandbox.disk_mb" in result.error
+    written = int(re.search(r"WRITTEN (\d+)", result.error).group(1))
+    assert 0 < written <= LIMITS.disk_mb * 1024**2
+    host_folder = kept[-1]  # the attack's (the availability probe ran one before it)
+    host_files = sorted(p.name for p in host_folder.rglob("*"))
+    assert host_files == sorted([sandbox.CODE_NAME, sandbox.RUNNER_NAME])
+    assert sum(p.stat().st_size for p in host_folder.iterdir()) < 1024**2
 
 
 @pytest.mark.parametrize("limits", BOTH)
