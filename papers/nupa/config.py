@@ -99,6 +99,24 @@ class StudyConfig:
 
 
 @dataclass
+class RealConfig:
+    """The real rung: a pretrained LLM on the text benchmark (brief Sec. 3.7, 3.8, 6)."""
+
+    tasks: list[str] = field(default_factory=list)  # task names; empty: all 50 (tasks.VARIANTS)
+    digits: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 12, 16, 20])  # the ladder
+    questions_per_cell: int = 5  # per (task, digit), official sampler
+    claim_tasks: list[str] = field(default_factory=lambda: ["add_Integer_Integer_Integer"])
+    claim_questions_per_cell: int = 30  # per (task, digit) of the claim tasks
+    # results rows "<task>/<lo>-<hi>": the claim's 1-4 vs 12-20, and 8 digits between
+    ranges: list[list[int]] = field(default_factory=lambda: [[1, 4], [5, 8], [12, 20]])
+    new_tokens_per_digit: int = 2  # official budget: max_new_tokens = 2 * digit ...
+    min_new_tokens: int = 4  # ... and at least this (llm_eval.py)
+    batch_size: int = 32  # questions of one digit decoded together (left padding, KV cache)
+    stop_when_settled: bool = True  # stop a batch once no answer can change (same scores)
+    agreement_questions: int = 6  # decoded alone and batched: the answers must agree
+
+
+@dataclass
 class Config(ExperimentConfig):
     methods: list[str] = field(default_factory=lambda: ["one_digit", "three_digit"])
     seeds: list[int] = field(default_factory=lambda: [0, 1])
@@ -110,3 +128,4 @@ class Config(ExperimentConfig):
     train: TrainConfig = field(default_factory=TrainConfig)
     study: StudyConfig = field(default_factory=StudyConfig)
     loop: LoopConfig = field(default_factory=LoopConfig)
+    real: RealConfig = field(default_factory=RealConfig)  # scale=real only

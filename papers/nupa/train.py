@@ -12,10 +12,15 @@ b. the tokenizer study: per (method, seed) a randomly initialised Llama learns t
 The mismatched-answer score reads each prediction against the answer of another test
 question of the same length: what a model that ignores its inputs but writes plausible
 numbers would get (the negative control of the digit-match bar).
+
+``scale=real`` (configs/nupa/real.yaml) asks a real pretrained LLM, SmolLM2-135M-Instruct, the
+benchmark's questions at a ladder of lengths on every task, as the paper evaluates LLMs
+(``real.py``): results rows ``"<task>/<lo>-<hi>"`` with exact match, digit match and dlength.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import time
@@ -27,14 +32,17 @@ from accelerate import Accelerator
 from transformers import get_cosine_schedule_with_warmup
 
 from papers.nupa.benchmark import build_benchmark
-from papers.nupa.claims import BENCHMARK, LABELS
+from papers.nupa.claims import BENCHMARK, LABELS, REAL_LABELS, REAL_PLOT
 from papers.nupa.config import Config, MethodConfig
 from papers.nupa.data import Problem, check_task, make_test_set, training_batch
 from papers.nupa.metrics import digit_match, exact_match
 from papers.nupa.model import build_model
 from papers.nupa.oracle import verify_benchmark
+from papers.nupa.real import METRIC_NAMES, check_real_config, evaluate_model
 from papers.nupa.tasks import COMBINATIONS, VARIANTS
 from papers.nupa.tokenizer import EOS, PAD, NumberTokenizer
+from shared import pretrained
+from shared.config import REAL_SCALE
 from shared.entry import main
 from shared.experiment import RunOutput, check_names, enabled_settings, run_grid
 from shared.logger import MetricsLogger
@@ -43,6 +51,11 @@ from shared.plotting import plt
 from shared.records import Results
 from shared.runtime import make_accelerator
 from shared.seeding import seed_everything
+
+# scale=real: the pinned model the entry point verifies before any work (shared/pretrained.py).
+REAL_ASSETS = (pretrained.MODEL_ASSET,)
+# The models scale=real can ask (``methods``): name -> loader of (model, tokenizer).
+REAL_MODELS = {pretrained.MODEL_ASSET: pretrained.load_model}
 
 
 # ----------------------------------------------------------------------------------------
@@ -261,8 +274,106 @@ def plot_by_length(curves, lengths: list[int], path: Path, train_max: int) -> No
     plt.close(fig)
 
 
+# ----------------------------------------------------------------------------------------
+# scale=real: a pretrained LLM on the text benchmark
+# ----------------------------------------------------------------------------------------
+def real_tasks(cfg: Config) -> list[str]:
+    """The task names asked: ``real.tasks``, or all 50 when it is empty."""
+    return list(cfg.real.tasks) or list(VARIANTS)
+
+
+def real_preflight(cfg: Config) -> list[str]:
+    """Config problems of scale=real, named before the model loads (the model's files are
+    checked by ``REAL_ASSETS``)."""
+    problems = [
+        f"methods: {m!r} is no real model; choose from {sorted(REAL_MODELS)}"
+        for m in cfg.methods
+        if m not in REAL_MODELS
+    ]
+    if len(cfg.methods) != 1:
+        problems.append(f"methods: scale=real asks one model, got {list(cfg.methods)}")
+    if list(cfg.seeds) != [0]:
+        problems.append(f"seeds: greedy decoding is deterministic, use seeds=[0], got {cfg.seeds}")
+    try:
+        check_real_config(cfg.real, real_tasks(cfg))
+    except ValueError as err:
+        problems.append(str(err))
+    return problems
+
+
+def plot_real(cells: dict, tasks: list[str], digits: list[int], path: Path, title: str) -> None:
+    """Exact match, digit match (left axis) and dlength (right axis) against the length, one
+    small panel per task (the paper's accuracy-by-length figure)."""
+    columns = min(5, len(tasks))
+    rows = math.ceil(len(tasks) / columns)
+    fig, axes = plt.subplots(
+        rows, columns, figsize=(3.0 * columns, 2.1 * rows), dpi=100, squeeze=False
+    )
+    for ax, task in zip(axes.flat, tasks, strict=False):
+        present = [d for d in digits if (task, d) in cells]
+        for metric, style in (("exact_match", "o-"), ("digit_match", "s-")):
+            values = [cells[(task, d)][metric] for d in present]
+            ax.plot(present, values, style, markersize=3, label=METRIC_NAMES[metric])
+        twin = ax.twinx()
+        twin.plot(
+            present,
+            [cells[(task, d)]["dlength"] for d in present],
+            "^:",
+            color="grey",
+            markersize=3,
+            label="dlen",
+        )
+        twin.tick_params(labelsize=6)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_title(REAL_LABELS.get(f"{task}/1-4", task).rsplit(",", 1)[0], fontsize=8)
+        ax.tick_params(labelsize=6)
+        ax.grid(alpha=0.3)
+    for ax in axes.flat[len(tasks) :]:
+        ax.axis("off")
+    dlength_key = plt.Line2D([], [], color="grey", linestyle=":", marker="^")
+    fig.legend(
+        [*axes.flat[0].get_lines(), dlength_key],
+        ["exact match", "digit match", "dlength (right axis)"],
+        loc="upper right",
+        fontsize=8,
+    )
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.98))
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def run_real(cfg: Config, out_dir: Path) -> Results:
+    """Ask the model every question, score the answers (Sec. 3.8), write them to
+    ``answers.jsonl`` and plot accuracy against length; one results row per task and range."""
+    problems = real_preflight(cfg)
+    if problems:  # the entry point names these first; a direct call fails the same way
+        raise ValueError("; ".join(problems))
+    name = cfg.methods[0]
+    tasks = real_tasks(cfg)
+    model, tokenizer = REAL_MODELS[name]()
+    rows, cells, examples = evaluate_model(cfg, model, tokenizer, tasks)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with (out_dir / "answers.jsonl").open("w") as f:
+        for example in examples:
+            f.write(json.dumps(example) + "\n")
+    plot_real(
+        cells,
+        tasks,
+        sorted(cfg.real.digits),
+        out_dir / REAL_PLOT,
+        f"NUPA on {name}: greedy answers by length (questions per cell: "
+        f"{cfg.real.questions_per_cell}; integer add: {cfg.real.claim_questions_per_cell})",
+    )
+    return {row: {k: [v] for k, v in metrics.items()} for row, metrics in rows.items()}
+
+
 def run(cfg: Config, out_dir: Path) -> Results:
-    """The benchmark check (a) and the tokenizer study (b); returns the per-seed metrics."""
+    """The benchmark check (a) and the tokenizer study (b); returns the per-seed metrics.
+    ``scale=real``: the pretrained LLM on the text benchmark (:func:`run_real`)."""
+    if cfg.scale == REAL_SCALE:
+        return run_real(cfg, out_dir)
     settings = enabled_settings(cfg.settings)
     check_names("methods", cfg.methods, settings)
     check_task(cfg.study.task)
