@@ -12,9 +12,11 @@ from shared.config import ExperimentConfig, LoopConfig
 
 @dataclass
 class ModelConfig:
-    """The base model: a checkpoint folder (paper) or a small Llama the toy pre-trains."""
+    """The base model: a checkpoint folder (paper), a pinned pretrained asset (real) or a small
+    Llama the toy pre-trains."""
 
     path: str | None = None  # paper: local Llama / Mistral folder (from_pretrained, no download)
+    asset: str | None = None  # real: shared.pretrained's model asset (SmolLM2-135M), verified
     vocab_size: int = 32
     hidden_size: int = 64
     intermediate_size: int = 256
@@ -27,7 +29,8 @@ class ModelConfig:
 
 @dataclass
 class CorpusConfig:
-    """The toy's synthetic character corpus (brief Sec. 5), or local text files (paper)."""
+    """The toy's synthetic character corpus (brief Sec. 5), local text files (paper), or the
+    pinned real corpus (real: its train documents for PCA and training, test ones for eval)."""
 
     lexicon_size: int = 300
     lexicon_seed: int = 1234  # fixed across run seeds
@@ -39,6 +42,7 @@ class CorpusConfig:
     seq_len: int = 128
     pca_path: str | None = None  # paper: local Alpaca json for the PCA statistics
     train_path: str | None = None  # paper: local RedPajama-sample json for training
+    asset: str | None = None  # real: shared.pretrained's corpus asset, cut into seq_len segments
 
 
 @dataclass
@@ -84,6 +88,8 @@ class EvalConfig:
     ranks: list[int] = field(default_factory=lambda: [2, 4, 6, 8, 10, 12, 14, 16])
     pca_sequences: int = 64
     batch_size: int = 16
+    # real: also next-token top-1 accuracy of each budget, and its ratio to the full cache's
+    accuracy: bool = False
 
 
 @dataclass

@@ -6,6 +6,11 @@ is, or projections trained from PCA with a random rank per head each step (Matry
 3.4) or at one fixed rank (ablation), through the shared loop with the base model frozen.
 Then KL(teacher || compressed) and cross-entropy at every uniform rank, and for MatryoshkaKV
 the greedy heterogeneous rank search at the configured budget (Sec. 3.5).
+
+``scale=real`` (configs/matryoshka_kv/real.yaml): the teacher is the pretrained SmolLM2-135M
+(``shared.pretrained``), the text the pinned docutils documentation cut into fixed-length
+segments: PCA statistics and projection training on the train documents, KL and next-token
+top-1 accuracy (relative to the full cache) on the test documents.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import numpy as np
 import torch
 from transformers import get_cosine_schedule_with_warmup
 
-from papers.matryoshka_kv.claims import LABELS, SEARCHED
+from papers.matryoshka_kv.claims import LABELS, REAL_LABELS, REAL_PLOT, SEARCHED
 from papers.matryoshka_kv.config import Config
 from papers.matryoshka_kv.data import load_texts, make_batch, make_lexicon
 from papers.matryoshka_kv.method import (
@@ -38,6 +43,8 @@ from papers.matryoshka_kv.model import (
     load_local_model,
     set_ranks,
 )
+from shared import pretrained
+from shared.config import REAL_SCALE
 from shared.entry import main
 from shared.experiment import RunOutput, check_names, run_grid
 from shared.logger import MetricsLogger
@@ -49,6 +56,8 @@ from shared.runtime import make_accelerator
 from shared.seeding import seed_everything
 
 METHODS = ("pca", "matryoshka", "fixed_rank", SEARCHED)
+# scale=real: the pinned pretrained LM and text corpus the entry point verifies before any work
+REAL_ASSETS = (pretrained.MODEL_ASSET, pretrained.CORPUS_ASSET)
 
 
 class Corpus:
@@ -56,14 +65,26 @@ class Corpus:
 
     Toy: fresh sequences of the synthetic corpus. Paper scale: ``seq_len`` chunks of local
     texts (``corpus.train_path``; ``corpus.pca_path`` for names starting with "pca")
-    tokenised with the checkpoint's own tokenizer.
+    tokenised with the checkpoint's own tokenizer. Real (``corpus.asset``): every document of
+    the pinned corpus cut into whole ``seq_len`` segments (none crosses a document, the tail
+    shorter than ``seq_len`` is dropped), tokenised with the pinned model's tokenizer; PCA
+    and training read the train documents' segments, evaluation ("eval" names) the test
+    documents'. PCA and evaluation take fixed segments spread evenly over their pool
+    (:meth:`spread`), training draws at random.
     """
 
-    def __init__(self, cfg: Config):
+    def __init__(self, cfg: Config, tokenizer=None):
         self.cfg = cfg.corpus
         self.lexicon = make_lexicon(cfg.corpus)
         self.chunks: dict[str, torch.Tensor] = {}
-        if cfg.model.path is not None:
+        self.real = cfg.corpus.asset is not None
+        if self.real:
+            if tokenizer is None:
+                raise ValueError("corpus.asset needs the pinned model's tokenizer")
+            train = real_segments(pretrained.corpus("train"), tokenizer, self.cfg.seq_len)
+            test = real_segments(pretrained.corpus("test"), tokenizer, self.cfg.seq_len)
+            self.chunks = {"train": train, "pca": train, "test": test}
+        elif cfg.model.path is not None:
             from transformers import AutoTokenizer
 
             tokenizer = AutoTokenizer.from_pretrained(cfg.model.path, local_files_only=True)
@@ -76,20 +97,69 @@ class Corpus:
                     raise ValueError(f"{path} holds fewer than seq_len={self.cfg.seq_len} tokens")
                 self.chunks[kind] = torch.tensor(ids[: n * self.cfg.seq_len]).view(n, -1)
 
+    def pool(self, name: str) -> torch.Tensor:
+        """The segments a batch name reads: "pca..." the PCA pool, "eval..." the test pool
+        (real only; paper scale evaluates on training chunks), anything else training."""
+        if name.startswith("pca"):
+            return self.chunks["pca"]
+        if name.startswith("eval") and "test" in self.chunks:
+            return self.chunks["test"]
+        return self.chunks["train"]
+
     def batch(self, batch_size: int, name: str) -> torch.Tensor:
         rng = random.Random(name)
         if not self.chunks:
             return make_batch(self.lexicon, self.cfg, batch_size, rng)  # (B, T)
-        pool = self.chunks["pca" if name.startswith("pca") else "train"]
+        pool = self.pool(name)
         return pool[[rng.randrange(len(pool)) for _ in range(batch_size)]]
 
+    def spread(self, n_sequences: int, batch_size: int, name: str) -> list[torch.Tensor]:
+        """``n_sequences`` distinct segments evenly spaced over the named pool (every one when
+        it holds fewer), in batches of ``batch_size``: fixed sets that cover every document."""
+        pool = self.pool(name)
+        n = min(n_sequences, len(pool))
+        picked = pool[np.linspace(0, len(pool) - 1, n).round().astype(int)]
+        return list(torch.split(picked, batch_size))
+
     def batches(self, n_sequences: int, batch_size: int, name: str) -> list[torch.Tensor]:
+        if self.real:
+            return self.spread(n_sequences, batch_size, name)
         sizes = [min(batch_size, n_sequences - i) for i in range(0, n_sequences, batch_size)]
         return [self.batch(n, f"{name}-{i}") for i, n in enumerate(sizes)]
 
 
-def pretrain_teacher(cfg: Config, corpus: Corpus, seed: int, run_dir: Path, accelerator, logger):
-    """The frozen teacher: a local checkpoint, or the toy Llama trained on the corpus."""
+def real_segments(documents: dict[str, str], tokenizer, seq_len: int) -> torch.Tensor:
+    """(N, seq_len) token ids: each document tokenised alone and cut into whole segments (the
+    shorter tail dropped), documents in table order. One-line error when none is long enough."""
+    if seq_len < 2:
+        raise ValueError(f"corpus.seq_len must be >= 2 (next-token targets), got {seq_len}")
+    segments = []
+    for text in documents.values():
+        ids = tokenizer(text)["input_ids"]
+        segments += [ids[i : i + seq_len] for i in range(0, len(ids) - seq_len + 1, seq_len)]
+    if not segments:
+        raise ValueError(
+            f"no document of {sorted(documents)} holds corpus.seq_len={seq_len} tokens"
+        )
+    return torch.tensor(segments, dtype=torch.long)
+
+
+def load_real_model(cfg: Config):
+    """Real: (the pinned pretrained LM, frozen and in eval mode, its tokenizer); else
+    (None, None). Loaded once per run: the teacher of every seed, the corpus's tokenizer."""
+    if cfg.model.asset is None:
+        return None, None
+    model, tokenizer = pretrained.load_model()
+    return model.requires_grad_(False), tokenizer
+
+
+def pretrain_teacher(
+    cfg: Config, corpus: Corpus, seed: int, run_dir: Path, accelerator, logger, real_model=None
+):
+    """The frozen teacher: the real pretrained LM, a local checkpoint, or the toy Llama
+    trained on the corpus."""
+    if real_model is not None:
+        return real_model
     if cfg.model.path is not None:
         return load_local_model(cfg.model.path).eval()
     seed_everything(seed)
@@ -193,26 +263,71 @@ def train_projections(
 @torch.no_grad()
 def divergence(teacher, student, batches: list[torch.Tensor]) -> tuple[float, float]:
     """Per-token KL(teacher || student) and the student's next-token cross-entropy."""
-    kl_sum = ce_sum = 0.0
-    tokens = predicted = 0
+    totals = Totals()
     for ids in batches:
         log_p = torch.log_softmax(teacher(input_ids=ids, use_cache=False).logits.double(), -1)
+        totals.add(log_p, student, ids)
+    return totals.kl(), totals.ce()
+
+
+class Totals:
+    """Running sums over evaluation batches of one student configuration: KL(teacher ||
+    student) summed over the vocabulary and averaged over tokens (brief Sec. 3.4), the
+    student's next-token cross-entropy and top-1 accuracy over the predicted positions."""
+
+    def __init__(self):
+        self.kl_sum = self.ce_sum = 0.0
+        self.correct = self.tokens = self.predicted = 0
+
+    def add(self, log_p: torch.Tensor, student, ids: torch.Tensor) -> None:
         log_q = torch.log_softmax(student(input_ids=ids, use_cache=False).logits.double(), -1)
-        kl_sum += float((log_p.exp() * (log_p - log_q)).sum())
-        tokens += ids.numel()
-        ce_sum += float(-log_q[:, :-1].gather(-1, ids[:, 1:, None]).sum())
+        self.kl_sum += float((log_p.exp() * (log_p - log_q)).sum())
+        self.tokens += ids.numel()
+        self.ce_sum += float(-log_q[:, :-1].gather(-1, ids[:, 1:, None]).sum())
+        self.correct += top1_correct(log_q, ids)
+        self.predicted += ids[:, 1:].numel()
+
+    def kl(self) -> float:
+        return self.kl_sum / self.tokens
+
+    def ce(self) -> float:
+        return self.ce_sum / self.predicted
+
+    def accuracy(self) -> float:
+        return self.correct / self.predicted
+
+
+def top1_correct(log_probs: torch.Tensor, ids: torch.Tensor) -> int:
+    """How many next tokens ``ids[:, 1:]`` are the arg-max of ``log_probs[:, :-1]``."""
+    return int((log_probs[:, :-1].argmax(-1) == ids[:, 1:]).sum())
+
+
+@torch.no_grad()
+def evaluate_ranks(
+    teacher, student, n_layers, n_heads, ranks, batches, accuracy: bool = False
+) -> dict[str, float]:
+    """KL and cross-entropy (``kl_r{r}``, ``ce_r{r}``) at every uniform rank r, the teacher run
+    once per batch; with ``accuracy`` also the next-token top-1 accuracy ``acc_r{r}``, the full
+    cache's ``acc_full`` (the unmodified teacher) and their ratio ``acc_ratio_r{r}``."""
+    totals = {r: Totals() for r in ranks}
+    teacher_correct = predicted = 0
+    for ids in batches:
+        log_p = torch.log_softmax(teacher(input_ids=ids, use_cache=False).logits.double(), -1)
+        teacher_correct += top1_correct(log_p, ids)
         predicted += ids[:, 1:].numel()
-    return kl_sum / tokens, ce_sum / predicted
-
-
-def evaluate_ranks(teacher, student, n_layers, n_heads, ranks, batches) -> dict[str, float]:
+        for r in ranks:
+            set_ranks(student, *uniform_ranks(n_layers, n_heads, r))
+            totals[r].add(log_p, student, ids)
     metrics = {}
     for r in ranks:
-        set_ranks(student, *uniform_ranks(n_layers, n_heads, r))
-        kl, ce = divergence(teacher, student, batches)
-        metrics[f"kl_r{r}"], metrics[f"ce_r{r}"] = kl, ce
+        metrics[f"kl_r{r}"], metrics[f"ce_r{r}"] = totals[r].kl(), totals[r].ce()
     head_dim = max(ranks)
     metrics[f"abs_kl_r{head_dim}"] = abs(metrics[f"kl_r{head_dim}"])
+    if accuracy:
+        metrics["acc_full"] = teacher_correct / predicted
+        for r in ranks:
+            metrics[f"acc_r{r}"] = totals[r].accuracy()
+            metrics[f"acc_ratio_r{r}"] = metrics[f"acc_r{r}"] / metrics["acc_full"]
     return metrics
 
 
@@ -257,7 +372,8 @@ def preflight(cfg: Config) -> list[str]:
 def run(cfg: Config, out_dir: Path) -> Results:
     check_names("methods", cfg.methods, METHODS)
     out_dir = Path(out_dir)
-    corpus = Corpus(cfg)
+    real_model, tokenizer = load_real_model(cfg)
+    corpus = Corpus(cfg, tokenizer)
     accelerator = make_accelerator(cfg.runtime)
     logger = MetricsLogger(
         out_dir / "metrics.jsonl", cfg.loop.console_every_s, accelerator.is_main_process
@@ -268,7 +384,13 @@ def run(cfg: Config, out_dir: Path) -> Results:
     def prepared(seed: int):
         if seed not in per_seed:
             teacher = pretrain_teacher(
-                cfg, corpus, seed, out_dir / "runs" / f"teacher-s{seed}", accelerator, logger
+                cfg,
+                corpus,
+                seed,
+                out_dir / "runs" / f"teacher-s{seed}",
+                accelerator,
+                logger,
+                real_model,
             )
             per_seed[seed] = (teacher, pca_projections(teacher, corpus, cfg, seed))
         return per_seed[seed]
@@ -304,10 +426,13 @@ def run(cfg: Config, out_dir: Path) -> Results:
             student = matryoshka_student(seed)
         else:
             student = trained_student(method, seed, run_dir)
-        metrics = evaluate_ranks(teacher, student, n_layers, n_heads, cfg.eval.ranks, batches)
-        return RunOutput(
-            metrics=metrics, curves={"kl_by_rank": [metrics[f"kl_r{r}"] for r in cfg.eval.ranks]}
+        metrics = evaluate_ranks(
+            teacher, student, n_layers, n_heads, cfg.eval.ranks, batches, cfg.eval.accuracy
         )
+        curves = {"kl_by_rank": [metrics[f"kl_r{r}"] for r in cfg.eval.ranks]}
+        if cfg.eval.accuracy:
+            curves["acc_ratio_by_rank"] = [metrics[f"acc_ratio_r{r}"] for r in cfg.eval.ranks]
+        return RunOutput(metrics=metrics, curves=curves)
 
     results, curves = run_grid(
         cfg.methods,
@@ -319,7 +444,10 @@ def run(cfg: Config, out_dir: Path) -> Results:
         logger=logger,
     )
     if accelerator.is_main_process:
-        plot(curves, cfg, out_dir / "kl_by_budget.png")
+        if cfg.scale == REAL_SCALE:
+            plot_real(curves, cfg, out_dir / REAL_PLOT)
+        else:
+            plot(curves, cfg, out_dir / "kl_by_budget.png")
     return results
 
 
@@ -350,6 +478,50 @@ def plot(curves, cfg: Config, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def plot_real(curves, cfg: Config, path: Path) -> None:
+    """Real model: KL(full || compressed) and next-token accuracy relative to the full cache
+    against the cache budget r / d, PCA and trained projections (one seed: no band)."""
+    d = max(cfg.eval.ranks)
+    budgets = np.asarray(cfg.eval.ranks) / d
+    fig, (ax_kl, ax_acc) = plt.subplots(1, 2, figsize=(10, 4), dpi=120)
+    for method, c in curves.items():
+        label = REAL_LABELS.get(method, method)
+        kl = np.asarray(c["kl_by_rank"]).mean(0)
+        ax_kl.plot(budgets, np.maximum(kl, 1e-8), marker="o", label=label)
+        ax_acc.plot(budgets, np.asarray(c["acc_ratio_by_rank"]).mean(0), marker="o", label=label)
+    ax_kl.set_yscale("log")
+    ax_kl.set_ylabel("KL(full cache || compressed) per token (nats)")
+    ax_acc.axhline(1.0, color="0.5", lw=0.8)
+    ax_acc.set_ylabel("next-token top-1 accuracy / full cache's")
+    for ax in (ax_kl, ax_acc):
+        ax.set_xlabel("cache budget r / d (uniform ranks)")
+        ax.grid(alpha=0.3)
+        ax.legend(frameon=False, fontsize=8)
+    fig.suptitle(f"MatryoshkaKV on SmolLM2-135M, test documents, seeds {list(cfg.seeds)}")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def real_preflight(cfg: Config) -> list[str]:
+    """scale=real reads the pinned model and corpus (``REAL_ASSETS``, verified by the entry
+    point) and nothing else: name each setting that points elsewhere."""
+    problems = []
+    if cfg.model.asset != pretrained.MODEL_ASSET:
+        problems.append(
+            f"model.asset={cfg.model.asset!r}: scale=real runs {pretrained.MODEL_ASSET}"
+        )
+    if cfg.corpus.asset != pretrained.CORPUS_ASSET:
+        problems.append(
+            f"corpus.asset={cfg.corpus.asset!r}: scale=real reads {pretrained.CORPUS_ASSET}"
+        )
+    if cfg.model.path is not None:
+        problems.append("model.path is set: scale=real loads the pinned model, set it to null")
+    if not cfg.eval.accuracy:
+        problems.append("eval.accuracy=false: the real claims read the accuracy ratios")
+    return problems
 
 
 if __name__ == "__main__":
