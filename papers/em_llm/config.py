@@ -42,6 +42,10 @@ class MemoryConfig:
     contiguity_share: float = 0.3  # its share of n_mem
     global_positions: str = "one_angle"  # one_angle (InfLLM) | true (tests: exact attention)
     max_tokens: int = 100_000  # longest document accepted (a longer one fails, naming it)
+    # true: the toy's summation order (padded to the full width, bit-identical to the full
+    # computation, results/toy.json reproduces); false: the fast path (real rung) that computes
+    # only the columns a query sees, per KV head, and surprise in float32
+    exact_order: bool = True
 
 
 @dataclass
@@ -115,6 +119,29 @@ class BenchmarkConfig:
 
 
 @dataclass
+class RealConfig:
+    """scale=real: the pretrained SmolLM2-135M (shared.pretrained, 8,192-token window) on the
+    extended pass-key and on the docutils test documents' segmentation."""
+
+    # metric name -> document length (tokens): the memory methods' and full attention's
+    passkey_lengths: dict[str, int] = field(
+        default_factory=lambda: {"passkey_16k": 16384, "passkey_32k": 32768}
+    )
+    full_lengths: dict[str, int] = field(
+        default_factory=lambda: {"passkey_4k": 4096, "passkey_8k": 8192}
+    )
+    documents: int = 5  # pass-key documents per length
+    min_depth: float = 0.1  # the needle's relative depth is uniform in [min_depth, max_depth]
+    max_depth: float = 0.9
+    new_tokens: int = 7  # greedy answer length (" " + 5 digits for SmolLM2's digit tokens)
+    segmentation_documents: int = -1  # test documents for the segmentation (-1 = all)
+    segmentation_tokens: int = 4096  # each one's first tokens are read
+    # forked workers reading documents at once (one thread each; the issue's 2 cores): the
+    # numbers do not depend on it, and the run's CPU time counts every worker
+    processes: int = 1
+
+
+@dataclass
 class Config(ExperimentConfig):
     # full | sliding_window | infllm | em_llm (S) | em_llm_sm | em_llm_c | em_llm_smc
     # | fixed_segmentation (the segmentation analysis's evenly spaced control)
@@ -136,4 +163,5 @@ class Config(ExperimentConfig):
     stream: StreamConfig = field(default_factory=StreamConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
+    real: RealConfig = field(default_factory=RealConfig)
     loop: LoopConfig = field(default_factory=LoopConfig)

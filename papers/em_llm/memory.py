@@ -236,6 +236,8 @@ class LayerMemory:
         Returns:
             (H, c, d) attention output (before the output projection).
         """
+        if not self.cfg.exact_order:
+            return self.attend_fast(q, k, v)
         cfg = self.cfg
         dtype = q.dtype
         q = q.float()
@@ -307,6 +309,79 @@ class LayerMemory:
         self._scores[:, local_start:e] += probs[..., n_global:].sum(1)
         # distinct keys held (the remainder's columns that overlap the local buffer are the
         # same tokens): init + retrieved events + everything from the remainder start on
+        held = n_always + e - min(self.rem_start, local_start)
+        self.peak_keys = max(self.peak_keys, held)
+        return out.to(dtype)
+
+    def attend_fast(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        """:meth:`attend` computing only what a query can see (``memory.exact_order=false``).
+
+        The same attention (brief Sec. 3.1), in another summation order: the global part holds
+        init + retrieved events + only the remainder tokens some query of the chunk sees
+        (j <= e - 1 - n_local); grouped-query products run per KV head on the queries of its
+        group, so keys and values are never copied per query head; the one softmax over
+        [global | local] is formed from the two parts' exponentials under a shared row
+        maximum, without concatenating them.
+        """
+        cfg = self.cfg
+        dtype = q.dtype
+        q = q.float()
+        heads, chunk, dim = q.shape
+        kv_heads = heads // self.groups
+        self._append(k, v, heads)
+        s, e = self.length - chunk, self.length
+
+        def grouped(x: Tensor) -> Tensor:  # (H, c, n) -> (H_kv, groups * c, n)
+            return x.reshape(kv_heads, self.groups * chunk, x.shape[-1])
+
+        scaled = q * self.scaling  # the logit scale folded into the (small) queries
+        # local part: RoPE at positions inside the buffer [s - n_local, e)
+        local_start = max(0, s - cfg.n_local)
+        width = e - local_start
+        offset = s - local_start
+        cos, sin = self._local_table(width)
+        local_keys = rotate(self._keys[:, local_start:e].float(), cos[:width], sin[:width])
+        local_queries = rotate(scaled, cos[offset : offset + chunk], sin[offset : offset + chunk])
+        local_logits = torch.bmm(grouped(local_queries), local_keys.transpose(-1, -2))
+        local_logits = local_logits.view(heads, chunk, width)
+        local_logits.masked_fill_(self._local_blocked(offset, width, chunk), float("-inf"))
+
+        # global part: retrieved events + init + the remainder older than the window
+        self.retrieved = self.retrieve(q)
+        ranges = [self.events[i] for i in self.retrieved] + [(0, self.init_end)]
+        ranges.append((self.rem_start, max(self.rem_start, e - cfg.n_local)))
+        index = torch.cat([torch.arange(b, e_) for b, e_ in ranges])
+        n_always = index.numel() - (ranges[-1][1] - ranges[-1][0])
+        row_max = local_logits.amax(-1, keepdim=True)
+        global_logits = None
+        if index.numel():
+            global_keys = self._keys[:, index].float()  # (H_kv, G, d)
+            if cfg.global_positions == "one_angle":
+                global_queries = self.one_angle_query(scaled)
+            else:  # true positions: exact full attention when nothing is evicted
+                qc, qs = self._cos_sin(torch.arange(s, e))
+                kc, ks = self._cos_sin(index)
+                global_queries = rotate(scaled, qc, qs)
+                global_keys = rotate(global_keys, kc, ks)
+            global_logits = torch.bmm(grouped(global_queries), global_keys.transpose(-1, -2))
+            global_logits = global_logits.view(heads, chunk, -1)
+            remainder = index[n_always:]
+            if remainder.numel():  # query i sees remainder token j iff i - j >= n_local
+                far = torch.arange(s, e)[:, None] - remainder[None, :] < cfg.n_local
+                global_logits[..., n_always:].masked_fill_(far, float("-inf"))
+            row_max = torch.maximum(row_max, global_logits.amax(-1, keepdim=True))
+        local_probs = local_logits.sub_(row_max).exp_()  # unnormalised, in place
+        total = local_probs.sum(-1, keepdim=True)  # (H, c, 1)
+        out = torch.bmm(grouped(local_probs), self._values[:, local_start:e].float())
+        if global_logits is not None:
+            global_probs = global_logits.sub_(row_max).exp_()
+            total += global_probs.sum(-1, keepdim=True)
+            out += torch.bmm(grouped(global_probs), self._values[:, index].float())
+        inverse = total.reciprocal_()  # (H, c, 1)
+        out = out.view(heads, chunk, dim) * inverse
+        # representative scores: local attention received, summed over this chunk's queries
+        # (sum_i p_ij / total_i as one product)
+        self._scores[:, local_start:e] += torch.bmm(inverse.transpose(1, 2), local_probs)[:, 0]
         held = n_always + e - min(self.rem_start, local_start)
         self.peak_keys = max(self.peak_keys, held)
         return out.to(dtype)

@@ -233,6 +233,7 @@ def read_document(
     sliding_window: bool = False,
     max_new_tokens: int = 0,
     eos: int | None = None,
+    score_surprise: bool = True,
 ) -> Reading:
     """Read ``ids`` through the memory attention of an attached model (brief Sec. 3).
 
@@ -241,7 +242,8 @@ def read_document(
     boundaries over past statistics (skipped for InfLLM's uniform blocks and the sliding
     window), optional refinement, then every layer's memory update with the shared boundaries.
     With ``max_new_tokens``, greedy decoding continues one token per step through the same
-    memory (until ``eos``).
+    memory (until ``eos``). ``score_surprise=False`` (a baseline that places no boundaries):
+    the model computes only each chunk's last logits and the surprise stays NaN.
     """
     ids = torch.as_tensor(ids).cpu()
     check_document(ids, cfg.max_tokens)
@@ -259,6 +261,9 @@ def read_document(
     boundaries: list[int] = []
     previous_logits = None
     detect = not (cfg.uniform_blocks or sliding_window)
+    if detect and not score_surprise:
+        raise ValueError("surprise boundaries need score_surprise=True")
+    precision = torch.float64 if cfg.exact_order else torch.float32
     try:
         for attention, memory in zip(attentions, memories, strict=True):
             attention.memory = memory
@@ -268,20 +273,23 @@ def read_document(
         while step < len(spans):
             s, e = spans[step]
             step += 1
+            keep = {} if score_surprise else {"logits_to_keep": 1}
             logits = (
-                model(input_ids=ids[None, s:e].to(model.device), use_cache=False)
+                model(input_ids=ids[None, s:e].to(model.device), use_cache=False, **keep)
                 .logits[0]
                 .float()
                 .cpu()
             )
-            if cfg.official_shift:  # official labels input_ids[s + 1: e + 1], from this chunk
+            if not score_surprise:
+                pass
+            elif cfg.official_shift:  # official labels input_ids[s + 1: e + 1], this chunk's
                 hi = min(e + 1, ids.numel())  # (none for the last token and generated ones)
-                surprise[s + 1 : hi] = next_token_surprise(logits, ids[s + 1 : hi])
+                surprise[s + 1 : hi] = next_token_surprise(logits, ids[s + 1 : hi], precision)
             elif previous_logits is None:
-                surprise[s + 1 : e] = token_surprise(logits, ids[s:e])
+                surprise[s + 1 : e] = token_surprise(logits, ids[s:e], precision)
             else:
                 surprise[s:e] = token_surprise(
-                    torch.cat([previous_logits[None], logits]), ids[s - 1 : e]
+                    torch.cat([previous_logits[None], logits]), ids[s - 1 : e], precision
                 )
             previous_logits = logits[-1]
             if detect:

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from transformers import get_cosine_schedule_with_warmup
 
-from papers.em_llm.claims import LABELS
+from papers.em_llm.claims import LABELS, REAL_LABELS, REAL_PLOT
 from papers.em_llm.config import Config, MemoryConfig
 from papers.em_llm.data import (
     PASSKEY_FILLER,
@@ -52,9 +52,11 @@ from papers.em_llm.model import (
     load_local_model,
     read_document,
 )
-from shared import checkpoint
+from papers.em_llm.real import SEGMENTATIONS, RealReader, real_metrics
+from shared import checkpoint, pretrained
+from shared.config import REAL_SCALE
 from shared.entry import main
-from shared.experiment import RunOutput, check_names, run_grid
+from shared.experiment import RunOutput, check_names, map_jobs, parallel_runs, run_grid
 from shared.logger import MetricsLogger
 from shared.loop import CHECKPOINT_NAME, fit
 from shared.plotting import plt
@@ -74,6 +76,9 @@ PASSKEY_METHODS = (
 )
 SEGMENTATION_METHODS = ("fixed_segmentation",)
 METHODS = PASSKEY_METHODS + SEGMENTATION_METHODS
+
+# scale=real: the pinned assets the entry point verifies before any work (shared/assets.py)
+REAL_ASSETS = (pretrained.MODEL_ASSET, pretrained.CORPUS_ASSET)
 
 # Trained toy LMs of this process, keyed by everything that determines them: the claim check,
 # the smoke tests and reruns in one test session train each (config, seed) once.
@@ -412,9 +417,82 @@ def greedy_full(lm, ids: torch.Tensor, new_tokens: int, eos: int | None) -> list
 # --------------------------------------------------------------------------- entry
 
 
+def real_preflight(cfg: Config) -> list[str]:
+    """scale=real loads the SmolLM2 asset itself (``REAL_ASSETS``), never ``model.path``."""
+    if cfg.model.path is not None:
+        return [f"model.path={cfg.model.path} is set, but scale=real reads the SmolLM2 asset"]
+    return []
+
+
+def run_real(cfg: Config, out_dir: Path) -> Results:
+    """Every document of every real method, in ``real.processes`` forked workers (one thread
+    each; each document is independent, so the numbers do not depend on the count), then the
+    per-method metrics and the real figure."""
+    reader = RealReader(cfg)
+    jobs = reader.jobs(cfg.methods, cfg.seeds)
+    with parallel_runs(cfg.real.processes):
+        answers = map_jobs(reader.run, jobs, desc="documents", progress=cfg.runtime.progress)
+    done = dict(zip(jobs, answers, strict=True))
+    results, _ = run_grid(
+        cfg.methods,
+        cfg.seeds,
+        out_dir,
+        lambda method, seed, run_dir: real_metrics(method, seed, cfg, done),
+        progress=cfg.runtime.progress,
+    )
+    plot_real(results, cfg, out_dir / REAL_PLOT)
+    return results
+
+
+def reader_window(cfg: Config) -> int:
+    """The real model's context window (its ``max_position_embeddings``)."""
+    return json.loads((pretrained.model_folder() / "config.json").read_text())[
+        "max_position_embeddings"
+    ]
+
+
+def plot_real(results: Results, cfg: Config, path: Path) -> None:
+    """Left: pass-key accuracy against document length per method (full attention inside the
+    window, the memory methods at 2x and 4x it). Right: modularity and conductance of the
+    three segmentations of the test documents."""
+    fig, (left, mid, right) = plt.subplots(
+        1, 3, figsize=(12, 3.8), dpi=100, gridspec_kw={"width_ratios": [1.6, 1, 1]}
+    )
+    for method, marker in (("full", "s"), ("sliding_window", "v"), ("em_llm", "o")):
+        if method not in results:
+            continue
+        named = cfg.real.full_lengths if method == "full" else cfg.real.passkey_lengths
+        lengths = sorted((n, name) for name, n in named.items() if name in results[method])
+        accuracy = [np.mean(results[method][name]) for _, name in lengths]
+        left.plot(
+            [n for n, _ in lengths], accuracy, marker=marker, label=REAL_LABELS.get(method, method)
+        )
+    window = reader_window(cfg)
+    left.axvline(window, color="0.6", ls=":", lw=1, label=f"model window ({window:,})")
+    left.set_xscale("log", base=2)
+    left.set_xlabel("document length (tokens)")
+    left.set_ylabel("pass-key accuracy")
+    left.set_ylim(-0.05, 1.05)
+    left.legend(frameon=False, fontsize=7)
+    left.set_title(f"SmolLM2-135M, {cfg.real.documents} documents per length", fontsize=8)
+    names = [m for m in SEGMENTATIONS if m in results and "modularity" in results[m]]
+    for axis, metric in ((mid, "modularity"), (right, "conductance")):
+        values = [np.mean(results[m][metric]) for m in names]
+        axis.bar(range(len(names)), values, color=["tab:red", "tab:purple", "0.6"][: len(names)])
+        axis.set_xticks(range(len(names)))
+        axis.set_xticklabels([SEGMENTATIONS[m] for m in names])
+        better = "higher" if metric == "modularity" else "lower"
+        axis.set_title(f"{metric} ({better} is better), test documents", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def run(cfg: Config, out_dir: Path) -> Results:
     check_names("methods", cfg.methods, METHODS)
     out_dir = Path(out_dir)
+    if cfg.scale == REAL_SCALE:
+        return run_real(cfg, out_dir)
     if cfg.model.path is not None:
         return run_paper(cfg, out_dir)
     accelerator = make_accelerator(cfg.runtime)
