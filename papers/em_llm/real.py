@@ -61,19 +61,31 @@ def check_real(cfg: RealConfig) -> None:
 
 
 def passkey_documents(tokenizer, length: int, cfg: RealConfig, seed: int) -> list[PasskeyDocument]:
-    """``cfg.documents`` pass-key documents of about ``length`` tokens with the answer (the
-    filler count that fits, so prompt + ``new_tokens`` is at most ``length`` and within one
-    filler unit of it), each with its own 5-digit key and depth from
+    """``cfg.documents`` pass-key documents of ``length`` tokens with the answer: the most
+    filler sentences for which prompt + ``new_tokens`` fits in ``length`` (so each is within
+    one filler unit of it), each with its own 5-digit key and depth from
     ``random.Random(f"{seed}-{length}")``."""
     rng = random.Random(f"{seed}-{length}")
-    unit = len(tokenizer(PASSKEY_FILLER)["input_ids"])
-    frame = len(tokenizer(passkey_prompt(0, 0.0, 10000)[0])["input_ids"]) + cfg.new_tokens
-    n_filler = max(1, (length - frame) // unit)
+    budget = length - cfg.new_tokens
+
+    def tokens(n_filler: int, depth: float, key: int) -> list[int]:
+        return tokenizer(passkey_prompt(n_filler, depth, key)[0])["input_ids"]
+
+    # marginal tokens of one more filler sentence inside the text (merges at its edges)
+    unit = len(tokenizer(PASSKEY_FILLER * 2)["input_ids"]) - len(
+        tokenizer(PASSKEY_FILLER)["input_ids"]
+    )
     docs = []
     for _ in range(cfg.documents):
-        depth = rng.uniform(cfg.min_depth, cfg.max_depth)
-        prompt, answer = passkey_prompt(n_filler, depth, rng.randint(10000, 99999))
-        docs.append(PasskeyDocument(tokenizer(prompt)["input_ids"], answer, depth))
+        depth, key = rng.uniform(cfg.min_depth, cfg.max_depth), rng.randint(10000, 99999)
+        n_filler = max(1, (budget - len(tokens(0, depth, key))) // unit)
+        ids = tokens(n_filler, depth, key)
+        while len(ids) > budget and n_filler > 1:
+            n_filler -= 1
+            ids = tokens(n_filler, depth, key)
+        while len(more := tokens(n_filler + 1, depth, key)) <= budget:
+            n_filler, ids = n_filler + 1, more
+        docs.append(PasskeyDocument(ids, str(key), depth))
     return docs
 
 
