@@ -301,13 +301,24 @@ def real_preflight(cfg: Config) -> list[str]:
     return problems
 
 
+# 50 small panels: the README keeps figures under 150 kB (scripts/reproduce.py), so few
+# pixels per panel and a small palette (plots have few colours)
+FIGURE_DPI = 80
+PANEL_INCHES = (2.4, 1.7)
+FIGURE_COLOURS = 64
+
+
 def plot_real(cells: dict, tasks: list[str], digits: list[int], path: Path, title: str) -> None:
     """Exact match, digit match (left axis) and dlength (right axis) against the length, one
     small panel per task (the paper's accuracy-by-length figure)."""
     columns = min(5, len(tasks))
     rows = math.ceil(len(tasks) / columns)
     fig, axes = plt.subplots(
-        rows, columns, figsize=(3.0 * columns, 2.1 * rows), dpi=100, squeeze=False
+        rows,
+        columns,
+        figsize=(PANEL_INCHES[0] * columns, PANEL_INCHES[1] * rows),
+        dpi=FIGURE_DPI,
+        squeeze=False,
     )
     for ax, task in zip(axes.flat, tasks, strict=False):
         present = [d for d in digits if (task, d) in cells]
@@ -327,7 +338,6 @@ def plot_real(cells: dict, tasks: list[str], digits: list[int], path: Path, titl
         ax.set_ylim(-0.03, 1.03)
         ax.set_title(REAL_LABELS.get(f"{task}/1-4", task).rsplit(",", 1)[0], fontsize=8)
         ax.tick_params(labelsize=6)
-        ax.grid(alpha=0.3)
     for ax in axes.flat[len(tasks) :]:
         ax.axis("off")
     dlength_key = plt.Line2D([], [], color="grey", linestyle=":", marker="^")
@@ -341,6 +351,11 @@ def plot_real(cells: dict, tasks: list[str], digits: list[int], path: Path, titl
     fig.tight_layout(rect=(0, 0, 1, 0.98))
     fig.savefig(path)
     plt.close(fig)
+    from PIL import Image  # matplotlib's own dependency
+
+    with Image.open(path) as image:
+        palette = image.convert("RGB").quantize(colors=FIGURE_COLOURS)
+    palette.save(path, optimize=True)
 
 
 def run_real(cfg: Config, out_dir: Path) -> Results:
