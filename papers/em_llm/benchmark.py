@@ -10,7 +10,11 @@ On the toy LM (seed 0, trained as the toy trains it), one thread:
 * pass-key accuracy of EM-LLM_S at 64k, 256k and 1M tokens (needle at a uniformly random
   record, i.e. a random depth);
 * the configuration measured beside the official code (random tiny Llama, c = 512,
-  n_local = 1024, n_mem = 512, the official rules), S and SM+C.
+  n_local = 1024, n_mem = 512, the official rules), S and SM+C;
+* the real model (``real_model``, scale=real's SmolLM2-135M and configs/em_llm/real.yaml's
+  memory): tokens / s and peak RSS of EM-LLM_S, the sliding window and the bare model's own
+  full attention on one ``--real-length`` pass-key document (``--only-real`` measures this
+  row alone and adds it to an existing results file; skipped when the asset is not fetched).
 
 The memory runs with the toy's settings except the execution block (``--chunk``, 512 as the
 paper's c). Ratios are printed and written to ``results/benchmark.json``, never asserted.
@@ -212,6 +216,56 @@ def official_configuration(length: int, repeats: int) -> dict:
     }
 
 
+def real_model_row(length: int, repeats: int) -> dict | None:
+    """SmolLM2-135M with scale=real's memory on one pass-key document of ``length`` tokens:
+    EM-LLM_S, the sliding window (only the last logits) and the model's own full attention
+    (one forward pass; within its window only). None when the asset is not fetched."""
+    from papers.em_llm.real import passkey_documents
+    from shared import assets, pretrained
+
+    if assets.missing((pretrained.MODEL_ASSET,)):
+        print("real model: not fetched (python scripts/fetch_assets.py); row skipped")
+        return None
+    cfg = compose("em_llm", "real")
+    model, tokenizer = pretrained.load_model()
+    lm = attach_memory_attention(model.requires_grad_(False))
+    torch.set_num_threads(1)
+    real = dataclasses.replace(cfg.real, documents=1)
+    ids = torch.tensor(passkey_documents(tokenizer, length, real, seed=0)[0].ids)
+    readings: dict[str, object] = {}
+
+    def read(name: str, sliding: bool):
+        def run():
+            readings[name] = read_document(
+                lm, ids, cfg.memory, sliding_window=sliding, score_surprise=not sliding
+            )
+
+        return with_peak_rss(run)
+
+    candidates = {"em_llm": read("em_llm", False), "sliding_window": read("sliding_window", True)}
+    if ids.numel() <= model.config.max_position_embeddings:
+        candidates["full"] = with_peak_rss(lambda: full_attention_logits(lm, ids))
+    seconds = interleaved(candidates, repeats, warmup=0)
+    row = {"length": ids.numel(), "memory": dataclasses.asdict(cfg.memory)}
+    for name, s in seconds.items():
+        row[name] = {
+            "tokens_per_s": ids.numel() / s,
+            "seconds": s,
+            "peak_rss_mib": max(candidates[name].peaks),
+        }
+        if name in readings:
+            row[name]["keys_held_per_layer"] = max(readings[name].peak_keys)
+    print(
+        f"real model, {ids.numel():,d} tokens: "
+        + "  ".join(
+            f"{k}: {row[k]['tokens_per_s']:,.0f} tok/s {row[k]['peak_rss_mib']:,.0f} MiB"
+            for k in seconds
+        ),
+        flush=True,
+    )
+    return row
+
+
 def plot(rows, path: Path) -> None:
     from shared.plotting import plt
 
@@ -245,10 +299,16 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--official-length", type=int, default=16384)
     parser.add_argument("--train-steps", type=int, default=None, help="default: the toy's")
+    parser.add_argument("--real-length", type=int, default=4096, help="0: no real-model row")
+    parser.add_argument(
+        "--only-real", action="store_true", help="measure the real-model row alone, add it to --out"
+    )
     parser.add_argument("--out", type=Path, default=None, help="results json path")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     ints = lambda text: [int(x) for x in text.split(",") if x]  # noqa: E731
+    if args.only_real:
+        return add_real_row(args, argv)
     lm, cfg = trained_lm(0, args.train_steps)
     rows, full_stop = sweep(lm, cfg, ints(args.lengths), args.chunk, args.full_max_s, args.repeats)
     keys = passkey(lm, cfg, ints(args.passkey_lengths), args.passkey_docs, args.chunk)
@@ -261,9 +321,36 @@ def main(argv: list[str] | None = None) -> dict:
     results = {"sweep": rows, "full_attention_stops": full_stop, "passkey": keys}
     results["official_configuration"] = official
     results["settings"] = {"chunk": args.chunk, "memory": dataclasses.asdict(cfg.memory)}
+    if args.real_length > 0:
+        results["real_model"] = real_model_row(args.real_length, args.repeats)
     path = write_benchmark("em_llm", results, argv, args.out)
     plot(rows, path.with_suffix(".png"))
     return results
+
+
+def add_real_row(args, argv: list[str] | None) -> dict:
+    """``--only-real``: the real-model row alone, added to the results file at ``--out`` (or
+    results/benchmark.json), the toy's rows and their command left as they were; the row
+    records its own command and commit."""
+    import json
+    import sys
+
+    from shared.benchmarks import benchmark_path
+    from shared.records import git_commit, write_json
+
+    path = Path(args.out) if args.out is not None else benchmark_path("em_llm")
+    if not path.is_file():
+        raise SystemExit(f"--only-real adds to an existing results file; {path} does not exist")
+    record = json.loads(path.read_text())
+    row = real_model_row(args.real_length, args.repeats)
+    if row is not None:
+        command = sys.argv[1:] if argv is None else argv
+        row["command"] = " ".join(["python -m papers.em_llm.benchmark", *command])
+        row["git_commit"] = git_commit()
+        record["results"]["real_model"] = row
+        write_json(record, path)
+        print(f"wrote {path}")
+    return record["results"]
 
 
 if __name__ == "__main__":

@@ -117,6 +117,7 @@ def test_benchmark_runs_at_its_smallest_size(tmp_path):
             "--official-length=600",
             "--repeats=1",
             "--train-steps=2",
+            "--real-length=200",
             f"--out={out}",
         ]
     )
@@ -125,3 +126,7 @@ def test_benchmark_runs_at_its_smallest_size(tmp_path):
     assert {"em_llm", "infllm", "full"} <= set(row)
     assert row["em_llm"]["keys_held_per_layer"] > 0
     assert out.with_suffix(".png").is_file()
+    real = record["results"]["real_model"]  # None where SmolLM2 is not fetched
+    if real is not None:
+        assert {"em_llm", "sliding_window", "full"} <= set(real)
+        assert real["em_llm"]["tokens_per_s"] > 0 and real["length"] <= 200
