@@ -19,10 +19,17 @@
    values). The reference is the unmodified model with its own sdpa attention and
    ``DynamicCache`` ("full").
 
-One thread; weights random (speed and memory do not depend on them). Tables are printed and
-written with the environment to ``results/benchmark.json`` with a log-log plot
-``results/benchmark.png`` (``--out`` elsewhere). Target: memory = budget x full, exactly;
-decode time falling with the budget where attention over the cache dominates.
+3. **Real model** (``--real``, on by default when the asset is fetched): SmolLM2-135M
+   (``shared.pretrained``, real weights, 30 layers, 3 KV heads of 64) beside the toy: the
+   first ``--real-prompt`` tokens of a test document prefilled, ``--real-new`` tokens greedily
+   generated with the full cache and with the compressed cache at each budget (identity bases:
+   speed and memory do not depend on them); bytes per token held after the prefill and
+   tokens/s. Cheap: one repeat of a short generation per budget.
+
+One thread; weights random except the real model's (speed and memory do not depend on them).
+Tables are printed and written with the environment to ``results/benchmark.json`` with a
+log-log plot ``results/benchmark.png`` (``--out`` elsewhere). Target: memory = budget x full,
+exactly; decode time falling with the budget where attention over the cache dominates.
 """
 
 from __future__ import annotations
@@ -249,6 +256,50 @@ def rank_table(args) -> tuple[list[dict], bool]:
     return rows, ok
 
 
+@torch.no_grad()
+def real_model_rows(
+    model, tokenizer, prompt_tokens: int, new_tokens: int, repeats: int, budgets: list[float]
+) -> tuple[list[dict], bool]:
+    """Part 3: bytes per token after a prefill and greedy-generation tokens/s of the real
+    pretrained LM, its full cache and the compressed one at each budget (uniform rank
+    r = budget x d); whether every compressed cache holds exactly budget x the full bytes."""
+    from shared import pretrained
+
+    document = next(iter(pretrained.corpus("test").values()))
+    ids = tokenizer(document)["input_ids"][:prompt_tokens]
+    if len(ids) < prompt_tokens:
+        raise ValueError(f"--real-prompt {prompt_tokens} exceeds the document's {len(ids)} tokens")
+    prompt = torch.tensor([ids])
+    cfg = model.config
+    n_layers, n_kv, d = cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim
+    full_bytes = cache_bytes_per_token(model(prompt, use_cache=True).past_key_values)
+    full_speed = tokens_per_second(model, prompt, new_tokens, repeats)
+    rows = [{"cache": "full (sdpa)", "budget": 1.0, "rank": d, "bytes_per_token": full_bytes}]
+    rows[0] |= {"tokens_per_s": full_speed, "vs_full": 1.0}
+    shared = {id(p): p for p in model.parameters()}  # one copy of the weights for both models
+    student = attach_projections(copy.deepcopy(model, shared), KVProjections(n_layers, n_kv, d))
+    exact = True
+    for b in budgets:
+        rank = round(b * d)
+        set_ranks(student, *uniform_ranks(n_layers, n_kv, rank, d))
+        held = cache_bytes_per_token(student(prompt, use_cache=True).past_key_values)
+        speed = tokens_per_second(student, prompt, new_tokens, repeats)
+        exact &= held * d == full_bytes * rank
+        rows.append(
+            {"cache": "matryoshka", "budget": b, "rank": rank, "bytes_per_token": held}
+            | {"tokens_per_s": speed, "vs_full": speed / full_speed}
+        )
+    print("| cache | budget | rank | bytes/token | ratio to full | tokens/s | vs full |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['cache']} | {r['budget']:.3g} | {r['rank']} | {r['bytes_per_token']} | "
+            f"{r['bytes_per_token'] / full_bytes:.3f} | {r['tokens_per_s']:.1f} | "
+            f"{r['vs_full']:.2f}x |"
+        )
+    return rows, exact
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompt", type=int, default=128)
@@ -260,6 +311,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budgets", type=float, nargs="+", default=list(PAPER_BUDGETS))
     parser.add_argument("--decode", type=int, default=8, help="decoded tokens per round")
     parser.add_argument("--sweep-repeats", type=int, default=3)
+    parser.add_argument(
+        "--real",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the real pretrained LM's row (skipped, saying so, when its asset is not fetched)",
+    )
+    parser.add_argument("--real-prompt", type=int, default=128, help="prefilled tokens")
+    parser.add_argument("--real-new", type=int, default=16, help="generated tokens")
     parser.add_argument(
         "--out",
         type=Path,
@@ -284,10 +343,35 @@ def main(argv: list[str] | None = None) -> int:
     ok &= exact
     print("cache bytes = budget x full at every context and budget:", exact)
     results = {"ranks_toy": rank_rows, "sweeps": sweeps, "memory_exact": ok}
+    if args.real:
+        real = real_model_entry(args)
+        if real is not None:
+            results["real_model"] = real
+            ok &= real["memory_exact"]
     path = write_benchmark("matryoshka_kv", results, argv, args.out)
     if sweeps:
         plot_sweeps(sweeps, path.with_suffix(".png"))
     return 0 if ok else 1
+
+
+def real_model_entry(args) -> dict | None:
+    """Part 3 for the command line: the real model's rows, or None (printed) without its asset."""
+    from shared import assets, pretrained
+
+    absent = assets.missing((pretrained.MODEL_ASSET, pretrained.CORPUS_ASSET))
+    if absent:
+        print(f"\nreal model skipped: {absent[0]}")
+        return None
+    model, tokenizer = pretrained.load_model()
+    print(
+        f"\n{pretrained.MODEL_ASSET}: prefill {args.real_prompt} test-document tokens, "
+        f"generate {args.real_new}, batch 1, one thread"
+    )
+    rows, exact = real_model_rows(
+        model, tokenizer, args.real_prompt, args.real_new, args.repeats, args.budgets
+    )
+    print("real model: cache bytes = budget x full at every budget:", exact)
+    return {"model": pretrained.MODEL_ASSET, "rows": rows, "memory_exact": exact}
 
 
 if __name__ == "__main__":
