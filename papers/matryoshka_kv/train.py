@@ -161,7 +161,7 @@ def pretrain_teacher(
     if real_model is not None:
         return real_model
     if cfg.model.path is not None:
-        return load_local_model(cfg.model.path).eval()
+        return load_local_model(cfg.model.path).eval().requires_grad_(False)  # frozen teacher
     seed_everything(seed)
     model = build_toy_model(cfg.model)
     p = cfg.pretrain
