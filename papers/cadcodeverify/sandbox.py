@@ -10,9 +10,9 @@ Inside bubblewrap the program
 * sees a view built from nothing: read-only the interpreter's prefix directories (stdlib and
   site-packages), the dynamic loader's libraries (``/usr/lib``, ``/lib*``,
   ``/etc/ld.so.cache``), a fresh ``/proc``, a minimal ``/dev`` and its own working folder
-  (``/sandbox``, with ``/tmp`` linked to it): an empty tmpfs of ``disk_mb`` megabytes, the only
-  writable place, which never touches the host's disk and dies with the sandbox. Not the home
-  folder, not the repository, not the rest of ``/etc``;
+  (``/sandbox``, a link to ``/tmp/sandbox``): ``/tmp`` is an empty tmpfs of ``disk_mb``
+  megabytes, the only writable place, which never touches the host's disk and dies with the
+  sandbox. Not the home folder, not the repository, not the rest of ``/etc``;
 * runs in new network, PID, IPC, UTS (and where possible cgroup) namespaces: no network at
   all, not even the host's loopback, and no host process to signal;
 * runs as an unprivileged user: started as root, bubblewrap keeps only CAP_SETUID/CAP_SETGID
@@ -48,7 +48,8 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 SANDBOX_MODES = ("bwrap", "unconfined")
-SANDBOX_DIR = "/sandbox"  # where the working folder appears inside bubblewrap
+SANDBOX_DIR = "/sandbox"  # where the working folder appears inside bubblewrap (a link to:)
+WORK_DIR = "/tmp/sandbox"  # the folder itself, inside the size-limited tmpfs at /tmp
 NOBODY = 65534  # uid and gid of nobody/nogroup: who root's sandboxed program runs as
 RUNNER_NAME, CODE_NAME = "_sandbox_runner.py", "code.py"
 MAX_ERROR_CHARS = 4000  # the tail of a traceback is what a repair prompt needs
@@ -249,10 +250,12 @@ def _masks(bound: list[str]) -> list[str]:
 def bwrap_command(bwrap: str, workdir: Path, output_name: str, disk_mb: int) -> list[str]:
     """The bubblewrap command line running the runner on the script in ``workdir``.
 
-    The working folder ``/sandbox`` is an empty tmpfs of ``disk_mb`` megabytes (``/tmp`` is a
-    link into it), not a folder of the host: a program that writes file after file fills it
-    and gets ENOSPC, and nothing it writes reaches the host's disk. The runner and the script
-    are bound into it read-only; the output comes out on the runner's stdout."""
+    ``/tmp`` is an empty tmpfs of ``disk_mb`` megabytes, mounted first (an interpreter that
+    lives under the host's /tmp, a venv say, is bound into it afterwards), and the working
+    folder ``/sandbox`` is a link to ``/tmp/sandbox`` inside it: a program that writes file
+    after file into either fills the one tmpfs and gets ENOSPC, and nothing it writes reaches
+    the host's disk. The runner and the script are bound into the folder read-only; the
+    output comes out on the runner's stdout."""
     as_root = os.geteuid() == 0
     interpreter = _interpreter_dirs()
     if "/" in interpreter:  # binding it would show the program the whole host
@@ -265,7 +268,7 @@ def bwrap_command(bwrap: str, workdir: Path, output_name: str, disk_mb: int) -> 
     else:
         identity, runner_args = ["--unshare-user"], []
     inputs = [arg for name in (RUNNER_NAME, CODE_NAME)
-              for arg in ("--ro-bind", str(workdir / name), f"{SANDBOX_DIR}/{name}")]  # fmt: skip
+              for arg in ("--ro-bind", str(workdir / name), f"{WORK_DIR}/{name}")]  # fmt: skip
     env = [arg for name, value in _child_env(SANDBOX_DIR).items()
            for arg in ("--setenv", name, value)]  # fmt: skip
     return [
@@ -278,12 +281,13 @@ def bwrap_command(bwrap: str, workdir: Path, output_name: str, disk_mb: int) -> 
         "--clearenv", *env,
         "--proc", "/proc",
         "--dev", "/dev",
+        "--perms", "1777", "--size", str(disk_mb * 1024 * 1024), "--tmpfs", "/tmp",
         *_loader_view(),
         *_read_only(interpreter),
         *_masks(interpreter),
-        "--perms", "1777", "--size", str(disk_mb * 1024 * 1024), "--tmpfs", SANDBOX_DIR,
+        "--perms", "1777", "--dir", WORK_DIR,
         *inputs,
-        "--symlink", SANDBOX_DIR, "/tmp",
+        "--symlink", WORK_DIR, SANDBOX_DIR,
         "--chdir", SANDBOX_DIR,
         sys.executable, "-I", RUNNER_NAME, output_name, *runner_args,
     ]  # fmt: skip
