@@ -66,17 +66,32 @@ def peak_rss_mib() -> float:
     return float("nan")
 
 
+def rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def with_peak_rss(fn):
-    """``fn`` wrapped so each call records its own peak RSS (MiB) in ``wrapped.peaks``."""
+    """``fn`` wrapped so each call records its own peak RSS (MiB) in ``wrapped.peaks`` and
+    the RSS it started from (interpreter, torch, the model) in ``wrapped.starts``."""
 
     def wrapped():
         peak_rss_reset()
+        wrapped.starts.append(rss_mib())
         out = fn()
         wrapped.peaks.append(peak_rss_mib())
         return out
 
-    wrapped.peaks = []
+    wrapped.peaks, wrapped.starts = [], []
     return wrapped
+
+
+def model_mib(lm) -> float:
+    """The model's parameters and buffers, MiB."""
+    tensors = [*lm.parameters(), *lm.buffers()]
+    return sum(t.numel() * t.element_size() for t in tensors) / 2**20
 
 
 def long_document(cfg, length: int, rng: random.Random):
@@ -122,8 +137,17 @@ def sweep(lm, cfg, lengths, chunk, full_max_s, repeats) -> list[dict]:
         candidates = {}
         for name, memory in configs.items():
 
-            def read(memory=memory, name=name, ids=ids, readings=readings):
-                readings[name] = read_document(lm, ids, memory)
+            def read(memory=memory, name=name, ids=ids, readings=readings, target=doc.target):
+                # keep a summary, not the reading: a reading held here would count its whole
+                # memory in the next candidate's peak RSS
+                reading = read_document(lm, ids, memory)
+                readings[name] = {
+                    "keys_held_per_layer": max(reading.peak_keys),
+                    "keys_stored_per_layer": reading.memories[0].length,
+                    "events": len(reading.memories[0].events),
+                    "correct": int(reading.last_logits.argmax()) == target,
+                    "payload_mib": sum(m.storage_bytes for m in reading.memories) / 2**20,
+                }
 
             candidates[name] = with_peak_rss(read)
         predicted = None if full_s is None else full_s * (n / full_len) ** 2
@@ -141,12 +165,15 @@ def sweep(lm, cfg, lengths, chunk, full_max_s, repeats) -> list[dict]:
                 "peak_rss_mib": max(candidates[name].peaks),
             }
             if name in readings:
-                memory = readings[name].memories[0]
+                # the payload (every layer's keys, values, scores and representative keys, as
+                # allocated) plus the model, against the whole process's peak RSS
+                model = model_mib(lm)
+                payload = readings[name]["payload_mib"]
                 entry.update(
-                    keys_held_per_layer=max(readings[name].peak_keys),
-                    keys_stored_per_layer=memory.length,
-                    events=len(memory.events),
-                    correct=int(readings[name].last_logits.argmax()) == doc.target,
+                    **readings[name],
+                    model_mib=model,
+                    rss_start_mib=max(candidates[name].starts),
+                    peak_over_payload_plus_model=max(candidates[name].peaks) / (payload + model),
                 )
             else:
                 full_s, full_len = s, n
@@ -156,7 +183,12 @@ def sweep(lm, cfg, lengths, chunk, full_max_s, repeats) -> list[dict]:
             f"{n:>9,d} tokens  "
             + "  ".join(
                 f"{k}: {v['tokens_per_s']:>9,.0f} tok/s {v['peak_rss_mib']:>6,.0f} MiB"
-                + (f" {v['keys_held_per_layer']} keys" if "keys_held_per_layer" in v else "")
+                + (
+                    f" (payload {v['payload_mib']:,.0f} + model {v['model_mib']:,.0f} MiB)"
+                    f" {v['keys_held_per_layer']} keys"
+                    if "keys_held_per_layer" in v
+                    else ""
+                )
                 for k, v in row.items()
                 if k != "length"
             ),

@@ -65,6 +65,10 @@ class LayerMemory:
         groups: query heads per KV head (GQA); keys are expanded to query heads when used.
         sliding_window: the sliding-window baseline: evicted tokens beyond the init tokens are
             dropped instead of stored.
+        reserve_tokens: how many tokens the document will bring (prompt plus generation) when
+            the reader knows it: the key, value and score storage is allocated once at that
+            size, so reading a long document never holds an old and a doubled copy at once
+            (0: unknown, grown by doubling).
     """
 
     def __init__(
@@ -74,6 +78,7 @@ class LayerMemory:
         scaling: float,
         groups: int = 1,
         sliding_window: bool = False,
+        reserve_tokens: int = 0,
     ):
         if cfg.global_positions not in ("one_angle", "true"):
             raise ValueError(
@@ -81,6 +86,7 @@ class LayerMemory:
             )
         self.cfg, self.rotary, self.scaling, self.groups = cfg, rotary, scaling, groups
         self.sliding_window = sliding_window
+        self.reserve_tokens = reserve_tokens
         self._keys: Tensor | None = None  # (H_kv, capacity, d) un-rotated; first `length` used
         self._values: Tensor | None = None  # (H_kv, capacity, d)
         self._scores: Tensor | None = None  # (H, capacity) representative scores
@@ -115,6 +121,13 @@ class LayerMemory:
         return None if self._scores is None else self._scores[:, : self.length]
 
     @property
+    def storage_bytes(self) -> int:
+        """Bytes allocated for keys, values, scores and representative keys (capacity, not
+        only the part in use): what this layer's memory holds in RAM."""
+        buffers = (self._keys, self._values, self._scores, self._reps)
+        return sum(b.numel() * b.element_size() for b in buffers if b is not None)
+
+    @property
     def representatives(self) -> Tensor:
         """(E, H * d) representative keys of the stored events."""
         if self._reps is None:
@@ -122,13 +135,16 @@ class LayerMemory:
         return self._reps[: len(self.events)]
 
     @staticmethod
-    def _grown(buffer: Tensor | None, used: int, needed: int, shape, dim: int, dtype) -> Tensor:
+    def _grown(
+        buffer: Tensor | None, used: int, needed: int, shape, dim: int, dtype, reserve: int = 0
+    ) -> Tensor:
         """``buffer`` (``shape`` with any size along ``dim``) with room for ``needed``
-        entries along ``dim``, doubled when short; its first ``used`` entries kept."""
+        entries along ``dim``: allocated at ``reserve`` entries when that is known, doubled
+        when short; its first ``used`` entries kept."""
         if buffer is not None and buffer.shape[dim] >= needed:
             return buffer
         full = list(shape)
-        full[dim] = max(needed, 2 * (0 if buffer is None else buffer.shape[dim]), 64)
+        full[dim] = max(needed, reserve, 2 * (0 if buffer is None else buffer.shape[dim]), 64)
         grown = torch.zeros(full, dtype=dtype)
         if buffer is not None and used:
             grown.narrow(dim, 0, used).copy_(buffer.narrow(dim, 0, used))
@@ -138,9 +154,10 @@ class LayerMemory:
         """Store a chunk's un-rotated keys, values and zero scores."""
         used, end = self.length, self.length + k.shape[1]
         shape = (k.shape[0], 0, k.shape[2])
-        self._keys = self._grown(self._keys, used, end, shape, 1, k.dtype)
-        self._values = self._grown(self._values, used, end, shape, 1, v.dtype)
-        self._scores = self._grown(self._scores, used, end, (heads, 0), 1, torch.float32)
+        reserve = self.reserve_tokens
+        self._keys = self._grown(self._keys, used, end, shape, 1, k.dtype, reserve)
+        self._values = self._grown(self._values, used, end, shape, 1, v.dtype, reserve)
+        self._scores = self._grown(self._scores, used, end, (heads, 0), 1, torch.float32, reserve)
         self._keys[:, used:end] = k
         self._values[:, used:end] = v
         self._scores[:, used:end] = 0.0

@@ -253,8 +253,15 @@ def read_document(
             f"refine_from_layer={cfg.refine_from_layer} but the model has {len(attentions)} layers"
         )
     rotary = rotary_of(model)
-    memories = [
-        LayerMemory(cfg, rotary, a.scaling, a.num_key_value_groups, sliding_window)
+    memories = [  # the document's length is known: storage allocated once, never doubled
+        LayerMemory(
+            cfg,
+            rotary,
+            a.scaling,
+            a.num_key_value_groups,
+            sliding_window,
+            reserve_tokens=ids.numel() + max_new_tokens,
+        )
         for a in attentions
     ]
     surprise = torch.full((ids.numel(),), float("nan"))

@@ -86,6 +86,34 @@ def test_fast_attend_equals_the_full_width_computation(cfg):
     assert fast.peak_keys == reference.peak_keys and fast.events
 
 
+def test_storage_reserved_for_the_document_is_allocated_once_with_the_same_outputs():
+    """issue 44: with the document's length known, keys, values and scores are allocated once
+    at that size (no doubled copy beside the old one while reading) and every output equals
+    the doubling storage's bit for bit."""
+    cfg = MemoryConfig(chunk=64, n_init=8, n_local=128, n_mem=96, min_block=8, max_block=32)
+    chunks = 40
+    reserved = LayerMemory(cfg, rotary, 0.25, reserve_tokens=chunks * cfg.chunk)
+    doubling = LayerMemory(cfg, rotary, 0.25)
+    g = torch.Generator().manual_seed(0)
+    boundaries: list[int] = []
+    addresses = set()
+    for _ in range(chunks):
+        q, k, v = (torch.randn(4, cfg.chunk, 16, generator=g) for _ in range(3))
+        assert torch.equal(reserved.attend(q, k, v), doubling.attend(q, k, v))
+        addresses.add(reserved.keys.data_ptr())
+        start = reserved.length - cfg.chunk
+        boundaries += sorted(torch.randperm(cfg.chunk, generator=g)[:3].add(start).tolist())
+        reserved.update(boundaries)
+        doubling.update(boundaries)
+    assert len(addresses) == 1  # never reallocated
+    assert torch.equal(reserved.scores, doubling.scores) and reserved.events == doubling.events
+    tokens = chunks * cfg.chunk
+    per_token = 2 * 4 * 16 * 4 + 4 * 4  # keys and values (4 heads x 16 dims), scores, float32
+    reps = reserved._reps.numel() * 4  # representative keys: (E, H * d) rows, still doubling
+    assert reserved.storage_bytes == tokens * per_token + reps
+    assert doubling.storage_bytes > reserved.storage_bytes  # doubled past the document's end
+
+
 def test_top_order_is_a_prefix_of_the_stable_sort():
     g = torch.Generator().manual_seed(0)
     scores = torch.randint(0, 20, (500,), generator=g).float()  # many ties
@@ -125,6 +153,8 @@ def test_benchmark_runs_at_its_smallest_size(tmp_path):
     row = record["results"]["sweep"][0]
     assert {"em_llm", "infllm", "full"} <= set(row)
     assert row["em_llm"]["keys_held_per_layer"] > 0
+    assert row["em_llm"]["payload_mib"] > 0 and row["em_llm"]["model_mib"] > 0
+    assert row["em_llm"]["peak_over_payload_plus_model"] > 0
     assert out.with_suffix(".png").is_file()
     real = record["results"]["real_model"]  # None where SmolLM2 is not fetched
     if real is not None:
