@@ -25,6 +25,7 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
+from shared.claims import claim_label, verdict_word  # noqa: E402
 from shared.tables import markdown_table, mean_std  # noqa: E402
 
 CATALOG = REPO_ROOT / "configs" / "catalog.yaml"
@@ -130,9 +131,11 @@ def papers_table() -> str:
 
 
 def _verdict(claim: dict) -> str:
-    if claim["role"] == "diagnostic":
-        return "holds" if claim["holds"] else "does not hold"
-    return "PASS" if claim["passed"] else "FAIL"
+    return verdict_word(claim["role"], claim["holds"])
+
+
+def _label(claim: dict) -> str:
+    return claim_label(claim["name"], claim["role"])
 
 
 def metric_rows(result: dict) -> tuple[list[str], list[list[str]]]:
@@ -152,7 +155,7 @@ def results_block(result: dict, heldout: dict | None = None) -> str:
     metrics, rows = metric_rows(result)
     held = {c["name"]: c for c in heldout["claims"]} if heldout else {}
     claims = [
-        [c["name"], c["role"], c["statement"], f"{c['measured']:.4g}", _verdict(c)]
+        [_label(c), c["role"], c["statement"], f"{c['measured']:.4g}", _verdict(c)]
         + (
             [f"{held[c['name']]['measured']:.4g}", _verdict(held[c["name"]])]
             if c["name"] in held
@@ -195,7 +198,7 @@ def real_block(result: dict) -> str:
     per-method metrics, the real claims' verdicts and the figure, from ``results/real.json``."""
     metrics, rows = metric_rows(result)
     claims = [
-        [c["name"], c["role"], c["statement"], f"{c['measured']:.4g}", _verdict(c)]
+        [_label(c), c["role"], c["statement"], f"{c['measured']:.4g}", _verdict(c)]
         for c in result["claims"]
     ]
     assets = markdown_table(

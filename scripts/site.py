@@ -49,6 +49,10 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+from shared.claims import claim_label, verdict_word  # noqa: E402
+
 CATALOG = REPO_ROOT / "configs" / "catalog.yaml"
 ASSETS = Path(__file__).resolve().parent / "site_assets"
 DEFAULT_OUT = REPO_ROOT / "site"
@@ -62,6 +66,8 @@ GOOGLE_SECTION = re.compile(r"^(Args|Arguments|Returns|Yields|Raises|Attributes)
 GOOGLE_ENTRY = re.compile(r"^(\*{0,2}[A-Za-z_]\w*(?:, \*{0,2}[A-Za-z_]\w*)*)((?: \([^)]*\))?:\s)")
 SPHINX_ROLE = re.compile(r":(?:class|func|meth|attr|mod|data|exc|obj):(?=`)")
 RULER = re.compile(r"^\s*([-=#*~_])\1{3,}\s*$")  # decorative comment lines: ----, ====
+# A section divider that carries its title: "# ------------ rollout" (or "---- name ----").
+DIVIDER = re.compile(r"^\s*([-=#*~_])\1{3,}\s+(?P<title>.*?\S)(?:\s+\1{4,})?\s*$")
 CALL_SUFFIX = re.compile(r"\(.*\)$")  # `AdamFamily(variant=...)` names AdamFamily
 # Text the checker takes for math that did not render: $$, \(, \[ or $x...$ within one block.
 RAW_MATH = re.compile(r"\$\$|\\\(|\\\[|\$[^$\s][^$]*\$")
@@ -159,9 +165,22 @@ def docstring_markdown(doc: str) -> str:
 
 
 def comment_markdown(comments: list[str]) -> str:
-    """A run of ``#`` comment lines as Markdown: the ``# `` prefix and ruler lines removed."""
+    """A run of ``#`` comment lines as Markdown: the ``# `` prefix and ruler lines removed; a
+    section divider's title (``# ---- rollout``, or a line boxed between two rulers) becomes a
+    heading, so the notes column reads it as the section it opens, not as a row of dashes."""
     text = [re.sub(r"^\s*#(?: |$)?", "", line, count=1) for line in comments]
-    return "\n".join(line for line in text if not RULER.match(line))
+    out = []
+    for i, line in enumerate(text):
+        if RULER.match(line):
+            continue
+        divider = DIVIDER.match(line)
+        boxed = 0 < i < len(text) - 1 and RULER.match(text[i - 1]) and RULER.match(text[i + 1])
+        if divider or boxed:
+            title = divider["title"] if divider else line.strip()
+            out.append(f"#### {title}\n")
+        else:
+            out.append(line)
+    return "\n".join(out).strip("\n")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -527,11 +546,7 @@ def heading_nav(tokens: list[Token]) -> list[tuple[str, str]]:
 
 
 def _verdict(claim: dict | None) -> str:
-    if claim is None:
-        return "not run"
-    if claim["role"] == "diagnostic":
-        return "holds" if claim["holds"] else "does not hold"
-    return "PASS" if claim["passed"] else "FAIL"
+    return "not run" if claim is None else verdict_word(claim["role"], claim["holds"])
 
 
 def _number(value: object) -> str:
@@ -546,7 +561,8 @@ def claims_rows(result: dict | None, heldout: dict | None) -> list[list[str]]:
     for claim in result["claims"] if result else []:
         other = held.get(claim["name"])
         rows.append(
-            [claim["name"], claim["role"], claim["statement"], _number(claim.get("threshold"))]
+            [claim_label(claim["name"], claim["role"])]
+            + [claim["role"], claim["statement"], _number(claim.get("threshold"))]
             + [_number(claim["measured"]), _verdict(claim)]
             + [_number(other["measured"]) if other else "-", _verdict(other)]
         )
@@ -556,7 +572,7 @@ def claims_rows(result: dict | None, heldout: dict | None) -> list[list[str]]:
 def real_claims_rows(real: dict | None) -> list[list[str]]:
     """Per real-data claim: name, role, statement, threshold, measured and verdict."""
     return [
-        [c["name"], c["role"], c["statement"], _number(c.get("threshold"))]
+        [claim_label(c["name"], c["role"]), c["role"], c["statement"], _number(c.get("threshold"))]
         + [_number(c["measured"]), _verdict(c)]
         for c in (real["claims"] if real else [])
     ]

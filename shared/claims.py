@@ -298,6 +298,30 @@ def all_passed(verdicts: list[Verdict]) -> bool:
     return all(v.passed for v in verdicts)
 
 
+CONTROL_PREFIX = "control: "
+
+
+def verdict_word(role: str, holds: bool) -> str:
+    """What happened, in words a reader cannot mistake: a claim ``PASS`` / ``FAIL``; a negative
+    control says whether it failed as it must (a bare "PASS" beside a control's statement reads
+    as a claim that held); a diagnostic is information only. One wording for the console
+    table, the README blocks and the site."""
+    if role == "claim":
+        return "PASS" if holds else "FAIL"
+    if role == "negative_control":
+        return "HOLDS: control broken" if holds else "fails, as a control must"
+    return "info: holds" if holds else "info: does not hold"
+
+
+def claim_label(name: str, role: str) -> str:
+    """A claim's displayed name: every negative control reads ``control: <what it tries>``,
+    whatever its ``claims.py`` name starts with."""
+    if role != "negative_control":
+        return name
+    bare = name[len(CONTROL_PREFIX) :] if name.lower().startswith(CONTROL_PREFIX) else name
+    return CONTROL_PREFIX + bare
+
+
 # ------------------------------------------------- the committed numbers (results/toy.json)
 @dataclass(frozen=True)
 class Tolerance:

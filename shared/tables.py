@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.claims import Verdict
+from shared.claims import Verdict, claim_label, verdict_word
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
@@ -48,18 +48,12 @@ def mean_std(stats: dict[str, Any] | None) -> str:
 def verdict_table(verdicts: list[Verdict]) -> str:
     rows = [
         [
-            v.name,
+            claim_label(v.name, v.role),
             v.role,
             v.statement,
             f"{v.measured:.4g}",
-            _verdict_word(v),
+            verdict_word(v.role, v.holds),
         ]
         for v in verdicts
     ]
     return markdown_table(["claim", "role", "statement", "measured", "verdict"], rows)
-
-
-def _verdict_word(v: Verdict) -> str:
-    if v.role == "diagnostic":
-        return "info: holds" if v.holds else "info: does not hold"
-    return "PASS" if v.passed else "FAIL"

@@ -80,6 +80,19 @@ def test_split_source_puts_notes_beside_their_code(site):
     }
 
 
+def test_section_dividers_become_headings_not_rows_of_dashes(site):
+    # Issue 43, item 7: "# ---- rollout" rendered as a row of dashes in the notes column.
+    assert site.comment_markdown(["# ------------------------------------ rollout"]) == (
+        "#### rollout"
+    )
+    assert site.comment_markdown(["# ---- update (Sec. 3) ----"]) == "#### update (Sec. 3)"
+    boxed = ["# " + "-" * 40, "# Source files", "# " + "-" * 40, "# split into sections"]
+    assert site.comment_markdown(boxed) == "#### Source files\n\nsplit into sections"
+    assert site.comment_markdown(["# a note", "# on two lines"]) == "a note\non two lines"
+    html = site.Markdown().render(site.comment_markdown(["# ---- rollout"]), "demo.py")
+    assert "<h4>rollout</h4>" in html and "----" not in html
+
+
 def test_render_source_anchors_every_line_and_def(site):
     source = site.split_source(SOURCE, "demo.py")
     html = site.render_source(source, site.Markdown())

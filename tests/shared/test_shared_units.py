@@ -16,11 +16,14 @@ from shared.claims import (
     PairedWins,
     RatioAtMost,
     all_passed,
+    claim_label,
     evaluate,
+    verdict_word,
 )
 from shared.config import _run_name
 from shared.logger import MetricsLogger
 from shared.records import summarise
+from shared.tables import verdict_table
 
 RESULTS = {
     "ours": {"loss": [1.0, 2.0, 3.0]},
@@ -55,6 +58,21 @@ def test_roles_decide_what_passing_means():
     assert all_passed(verdicts)
     assert not evaluate([Claim("n", holds, role="negative_control")], RESULTS)[0].passed
     assert not evaluate([Claim("c", fails)], RESULTS)[0].passed
+
+
+def test_a_negative_control_reads_as_one_not_as_a_claim_that_held():
+    # Issue 43, item 7: a control's "PASS" beside its statement read as a claim that held.
+    assert verdict_word("negative_control", holds=False) == "fails, as a control must"
+    assert verdict_word("negative_control", holds=True) == "HOLDS: control broken"
+    assert (verdict_word("claim", True), verdict_word("claim", False)) == ("PASS", "FAIL")
+    assert verdict_word("diagnostic", False) == "info: does not hold"
+    for name in ("adamx / adam <= 0.95", "control: the sliding window reaches >= 0.9"):
+        assert claim_label(name, "negative_control").startswith("control: ")
+        assert claim_label(name, "negative_control").count("control:") == 1
+    assert claim_label("ours beats base", "claim") == "ours beats base"
+    fails = RatioAtMost("loss", "base", "ours", 0.95)
+    table = verdict_table(evaluate([Claim("n", fails, role="negative_control")], RESULTS))
+    assert "| control: n " in table and "fails, as a control must" in table
 
 
 def test_claim_on_missing_method_names_it():
