@@ -14,7 +14,9 @@ Each paper declares ``papers/<slug>/config.py:Config``, a dataclass subclassing
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,12 @@ SCALES = ("smoke", "toy", "paper")  # every paper has these
 # papers that have a configs/<slug>/real.yaml.
 REAL_SCALE = "real"
 DEFAULT_RUN_NAME = "default"
+# A run folder's name is one path component of these characters, at most this long; anything
+# else (a path value's "/", a space, a quote) or a longer name is replaced by a readable prefix
+# and a hash of the full overrides, so that distinct overrides keep distinct folders.
+RUN_NAME_SAFE = re.compile(r"[^A-Za-z0-9._,=+\-\[\]]")
+RUN_NAME_MAX = 120
+RUN_NAME_HASH = 10  # hex digits of sha256 appended when a name is rewritten
 
 
 @dataclass
@@ -78,8 +86,17 @@ class ExperimentConfig:
 
 
 def _run_name(override_dirname: str) -> str:
-    """Deterministic run-folder name: the command-line overrides, or ``default``."""
-    return override_dirname or DEFAULT_RUN_NAME
+    """Deterministic run-folder name: the command-line overrides (Hydra's
+    ``override_dirname``, which leaves out the keys that cannot change the numbers), or
+    ``default``. A path value never nests the folder (``model.path=/some/dir`` ->
+    ``model.path=_some_dir-<hash>``) and a long override list is cut to a prefix and a hash."""
+    if not override_dirname:
+        return DEFAULT_RUN_NAME
+    safe = RUN_NAME_SAFE.sub("_", override_dirname)
+    if safe == override_dirname and len(safe) <= RUN_NAME_MAX:
+        return safe
+    digest = hashlib.sha256(override_dirname.encode()).hexdigest()[:RUN_NAME_HASH]
+    return f"{safe[: RUN_NAME_MAX - RUN_NAME_HASH - 1]}-{digest}"
 
 
 if not OmegaConf.has_resolver("run_name"):

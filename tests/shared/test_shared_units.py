@@ -6,6 +6,8 @@ import json
 
 import pytest
 import torch
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
 
 from shared.checkpoint import load_checkpoint, save_checkpoint
 from shared.claims import (
@@ -20,7 +22,7 @@ from shared.claims import (
     evaluate,
     verdict_word,
 )
-from shared.config import _run_name
+from shared.config import CONFIG_DIR, _run_name, register_schema
 from shared.logger import MetricsLogger
 from shared.records import summarise
 from shared.tables import verdict_table
@@ -130,6 +132,16 @@ def test_run_name_is_deterministic():
     assert _run_name("optim.lr=0.1,seeds=[0]") == "optim.lr=0.1,seeds=[0]"
 
 
+def test_a_path_override_never_nests_the_run_folder():
+    # Issue 43, case 20: model.path=/some/dir made outputs/em_llm/paper/...,model.path=/some/dir/.
+    name = _run_name("model.path=/some/dir,seeds=[0]")
+    assert "/" not in name and name.startswith("model.path=_some_dir,seeds=[0]-")
+    assert _run_name("model.path=/some_dir,seeds=[0]") != name  # sanitising cannot collide
+    long = ",".join(f"eval.key{i}=value{i}" for i in range(40))
+    assert len(_run_name(long)) <= 120 and _run_name(long) == _run_name(long)
+    assert _run_name(long) != _run_name(long + ",seeds=[1]")
+
+
 def test_undefined_seeds_are_skipped_not_averaged_as_zero():
     nan = float("nan")
     results = {"ours": {"f1": [1.0, nan, 0.5]}, "base": {"f1": [0.25, 0.25, 0.25]}}
@@ -146,3 +158,28 @@ def test_undefined_seeds_are_skipped_not_averaged_as_zero():
         summary["ours"]["f1"]["n_defined"] == 2 and summary["ours"]["f1"]["per_seed"]["1"] is None
     )
     assert summarise(never, seeds=[0, 1])["ours"]["f1"]["mean"] is None
+
+
+@pytest.mark.parametrize(
+    ("overrides", "folder"),
+    [
+        (["runtime.workers=2", "runtime.progress=false"], "default"),  # same numbers, same folder
+        (["model.path=/some/dir"], None),  # one path component, never nested
+    ],
+)
+def test_run_folder_follows_only_the_keys_that_change_numbers(overrides, folder):
+    # Issue 43, case 20: runtime.workers=2 got a folder of its own and did not resume.
+    register_schema("em_llm")
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(
+            "config",
+            overrides=["paper=em_llm", "scale=paper", *overrides],
+            return_hydra_config=True,
+        )
+    run_dir = cfg.hydra.run.dir
+    assert run_dir.startswith("outputs/em_llm/paper/")
+    name = run_dir.removeprefix("outputs/em_llm/paper/")
+    assert "/" not in name
+    if folder is not None:
+        assert name == folder
