@@ -43,6 +43,49 @@ RUN_NAME_MAX = 120
 RUN_NAME_HASH = 10  # hex digits of sha256 appended when a name is rewritten
 
 
+class ConfigError(ValueError):
+    """A value the schema's types accept but that cannot run (a negative count, an interval
+    longer than the run, a position past what it indexes, an unknown name). Raised when the
+    composed config becomes its dataclass (:func:`to_object`, before any work), in one line
+    naming the key, its value and what would be valid."""
+
+
+def _shown(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def require(ok: bool, key: str, value: Any, valid: str) -> None:
+    """Raise :class:`ConfigError` ``"<key>=<value>: <valid>"`` unless ``ok``."""
+    if not ok:
+        raise ConfigError(f"{key}={_shown(value)}: {valid}")
+
+
+def require_at_least(key: str, value: float, minimum: float) -> None:
+    require(value >= minimum, key, value, f"must be >= {minimum:g}")
+
+
+def require_positive(key: str, value: float) -> None:
+    require(value > 0, key, value, "must be > 0")
+
+
+def require_at_most(key: str, value: float, limit: float, limit_name: str) -> None:
+    """``value <= limit``, where ``limit`` is another key's value or a derived count, named by
+    ``limit_name`` (e.g. ``"data.n_test (4)"``)."""
+    require(value <= limit, key, value, f"must be <= {limit_name}")
+
+
+def require_choice(key: str, value: Any, choices: Any) -> None:
+    require(value in choices, key, value, f"choose one of {', '.join(map(str, choices))}")
+
+
+def require_choices(key: str, values: list, choices: Any, allow_empty: bool = False) -> None:
+    """Every entry of a list is a known name (and the list is not empty, unless allowed)."""
+    require(bool(values) or allow_empty, key, values, "must not be empty")
+    unknown = [v for v in values if v not in choices]
+    require(not unknown, key, values, f"unknown {unknown}; choose from {', '.join(choices)}")
+    require(len(set(values)) == len(values), key, values, "lists an entry twice")
+
+
 @dataclass
 class RuntimeConfig:
     """Where and how a run executes (selected by ``runtime=cpu|gpu``)."""
@@ -71,6 +114,13 @@ class LoopConfig:
     console_every_s: float = 5.0  # at most one console line per this many seconds
     grad_clip: float | None = None  # max global grad norm; None disables clipping
 
+    def validate(self, prefix: str = "loop") -> None:
+        for name in ("eval_every", "checkpoint_every", "log_every"):
+            require_at_least(f"{prefix}.{name}", getattr(self, name), 1)
+        require_at_least(f"{prefix}.console_every_s", self.console_every_s, 0)
+        if self.grad_clip is not None:
+            require_positive(f"{prefix}.grad_clip", self.grad_clip)
+
 
 @dataclass
 class ExperimentConfig:
@@ -83,6 +133,35 @@ class ExperimentConfig:
     out_root: str = "outputs"  # run folders: <out_root>/<paper>/<scale>/<run name>
     resume: bool = True  # continue finished/checkpointed (method, seed) runs in the run folder
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+
+    def __post_init__(self) -> None:
+        # OmegaConf.to_object builds this dataclass from the composed config, so the checks
+        # run once, at start, before any data is read or any run folder is made.
+        self.validate()
+
+    def validate(self) -> None:
+        """The constraints types cannot state, each failing with :class:`ConfigError` naming
+        its key. A paper's ``Config`` extends this (calling ``super().validate()``) with its
+        own: signs and ranges, a count against what it indexes, an interval against the
+        steps, a name against the known set."""
+        require(bool(self.methods), "methods", self.methods, "name at least one method")
+        require(
+            len(set(self.methods)) == len(self.methods),
+            "methods",
+            self.methods,
+            "lists a method twice",
+        )
+        require(bool(self.seeds), "seeds", self.seeds, "name at least one seed")
+        require(len(set(self.seeds)) == len(self.seeds), "seeds", self.seeds, "lists a seed twice")
+        require_at_least("runtime.workers", self.runtime.workers, 1)
+        require_at_least("runtime.num_threads", self.runtime.num_threads, 1)
+        require_choice("runtime.device", self.runtime.device, ("cpu", "cuda", "auto"))
+        require_choice(
+            "runtime.mixed_precision", self.runtime.mixed_precision, ("no", "fp16", "bf16")
+        )
+        loop = getattr(self, "loop", None)
+        if isinstance(loop, LoopConfig):
+            loop.validate()
 
 
 def _run_name(override_dirname: str) -> str:

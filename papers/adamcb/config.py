@@ -1,13 +1,38 @@
 """Typed config of the AdamCB experiment (schema for configs/adamcb/*.yaml).
 
-Every key here is checked by Hydra at start: an unknown key or a wrong type fails naming it.
+Every key here is checked at start: an unknown key or a wrong type by Hydra, and the values
+types cannot constrain by :meth:`Config.validate`, each failing in one line naming the key.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, LoopConfig
+from shared.config import (
+    ExperimentConfig,
+    LoopConfig,
+    require,
+    require_at_least,
+    require_at_most,
+    require_choice,
+    require_positive,
+)
+
+DATA_NAMES = ("digits", "mnist", "fashion_mnist", "cifar10")
+DATA_SOURCES = ("folder", "asset")
+MODEL_NAMES = ("mlp", "convnet")
+
+
+def check_eval_interval(eval_every: int, steps_per_epoch: int, how: str) -> None:
+    """The per-epoch curve reads the evaluations at epoch ends, so the evaluation interval must
+    divide the steps of an epoch (``how`` says where that count comes from)."""
+    require(
+        steps_per_epoch % eval_every == 0,
+        "loop.eval_every",
+        eval_every,
+        f"must divide the {steps_per_epoch} steps per epoch ({how}): the per-epoch curve reads "
+        "the evaluations at epoch ends",
+    )
 
 
 @dataclass
@@ -66,3 +91,29 @@ class Config(ExperimentConfig):
     optim: OptimConfig = field(default_factory=OptimConfig)
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
     loop: LoopConfig = field(default_factory=LoopConfig)
+
+    def validate(self) -> None:
+        super().validate()
+        require_at_least("epochs", self.epochs, 1)
+        require_choice("data.name", self.data.name, DATA_NAMES)
+        require_choice("data.source", self.data.source, DATA_SOURCES)
+        require_choice("model.name", self.model.name, MODEL_NAMES)
+        require_at_least("sampler.batch_size", self.sampler.batch_size, 1)
+        require(
+            0 < self.sampler.gamma <= 1, "sampler.gamma", self.sampler.gamma, "must be in (0, 1]"
+        )
+        require_positive("optim.lr", self.optim.lr)
+        for key in ("n_train", "n_eval_train", "n_eval_test"):
+            value = getattr(self.data, key)
+            if value is not None:
+                require_at_least(f"data.{key}", value, 1)
+        if self.data.n_train is not None:  # else the data set's size decides (train.run)
+            n_train = f"data.n_train ({self.data.n_train})"
+            require_at_most(
+                "sampler.batch_size", self.sampler.batch_size, self.data.n_train, n_train
+            )
+            check_eval_interval(
+                self.loop.eval_every,
+                self.data.n_train // self.sampler.batch_size,
+                f"data.n_train {self.data.n_train} // sampler.batch_size {self.sampler.batch_size}",
+            )

@@ -21,10 +21,9 @@ from accelerate import Accelerator
 from torch.nn import functional as F
 
 from papers.adamcb.claims import LABELS
-from papers.adamcb.config import Config
+from papers.adamcb.config import Config, check_eval_interval
 from papers.adamcb.data import (
     ASSET_SETS,
-    IDX_FOLDERS,
     Split,
     dataset_folder,
     load_asset_data,
@@ -90,20 +89,15 @@ def make_sampler(kind: str, n: int, cfg: Config, seed: int):
 # The real rung (configs/adamcb/real.yaml) reads Fashion-MNIST from this pinned asset;
 # shared/entry.py checks it is fetched and verified before any work.
 REAL_ASSETS = ("fashion_mnist",)
-DATA_SOURCES = ("folder", "asset")
 
 
 def preflight(cfg: Config) -> list[str]:
     """What a paper-scale run lacks before it starts (``shared/preflight.py``): ``data.root``
     must be set and hold the chosen data set's folder (``data.dataset_folder``), or, with
     ``data.source=asset``, the data set must be one that an asset ships."""
-    d = cfg.data
+    d = cfg.data  # names and sources are checked by Config.validate, at start
     if d.name == "digits":  # bundled with scikit-learn
         return []
-    if d.name not in (*IDX_FOLDERS, "cifar10"):
-        return [f"data.name={d.name} is unknown (digits, mnist, fashion_mnist or cifar10)"]
-    if d.source not in DATA_SOURCES:
-        return [f"data.source={d.source} is unknown ({' or '.join(DATA_SOURCES)})"]
     if d.source == "asset":
         if d.name not in ASSET_SETS:
             return [f"data.source=asset ships only {sorted(ASSET_SETS)}, not data.name={d.name}"]
@@ -134,8 +128,6 @@ def load_data(cfg: Config) -> Split:
         return make_toy_data(d.n_train, d.subset_seed)
     if d.source == "asset":
         return load_asset_data(d.name, d.mean, d.std, d.n_train, d.subset_seed)
-    if d.source != "folder":
-        raise ValueError(f"data.source={d.source!r} is unknown: {' or '.join(DATA_SOURCES)}")
     return load_paper_data(d.name, d.root, d.mean, d.std, d.n_train, d.subset_seed)
 
 
@@ -283,6 +275,9 @@ def run(cfg: Config, out_dir: Path) -> Results:
     """Run every (method, seed) of ``cfg``, plot the curves, return the per-seed metrics."""
     check_names("methods", cfg.methods, METHODS)
     data = load_data(cfg)
+    n, K = len(data.y_train), cfg.sampler.batch_size
+    if cfg.data.n_train is None:  # the data set's size decides; Config.validate could not know
+        check_eval_interval(cfg.loop.eval_every, n // K, f"{n} examples // sampler.batch_size {K}")
     accelerator = make_accelerator(cfg.runtime)
     logger = MetricsLogger(
         Path(out_dir) / "metrics.jsonl", cfg.loop.console_every_s, accelerator.is_main_process

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig
+from shared.config import ExperimentConfig, require, require_at_least, require_positive
 
 
 @dataclass
@@ -81,3 +81,19 @@ class Config(ExperimentConfig):
     # single-candidate CB length (length_over_best_cb, length_over_worst_cb) and CBMA's mean
     # weight on each candidate at the true y (weight_<model>): the real rung's claims
     compare_candidates: bool = False
+
+    def validate(self) -> None:
+        super().validate()
+        require(0 < self.alpha < 1, "alpha", self.alpha, "must be in (0, 1)")
+        for key in ("n_train", "n_test", "replications", "checkpoint_every", "plot_x_points"):
+            require_at_least(key, getattr(self, key), 1)
+        require_at_least("grid_size", self.grid_size, 2)
+        require_positive("grid_margin_sd", self.grid_margin_sd)
+        for name, setting in self.settings.items():
+            if setting is None:  # disabled
+                continue
+            for key in ("n_train", "n_test", "replications", "checkpoint_every"):
+                value = getattr(setting, key)
+                if value is not None:
+                    require_at_least(f"settings.{name}.{key}", value, 1)
+            require(bool(setting.models), f"settings.{name}.models", [], "name at least one model")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig
+from shared.config import ExperimentConfig, require, require_at_least, require_choice
 
 
 @dataclass
@@ -86,3 +86,22 @@ class Config(ExperimentConfig):
     # real settings: covariate-shift check of D1's against D2's covariates (method.shift_check)
     shift_alpha: float = 0.05  # family-wise level of the per-covariate z-tests (Bonferroni)
     shift_smd: float = 0.1  # ... and a standardised mean difference above this to flag
+
+    def validate(self) -> None:
+        super().validate()
+        require(0 < self.alpha < 1, "alpha", self.alpha, "must be in (0, 1)")
+        require(0 < self.shift_alpha < 1, "shift_alpha", self.shift_alpha, "must be in (0, 1)")
+        require_at_least("replications", self.replications, 1)
+        require_at_least("checkpoint_every", self.checkpoint_every, 1)
+        require_at_least("plot_replications", self.plot_replications, 0)
+        require_choice("aipw_variant", self.aipw_variant, ("correct", "official_code"))
+        require_at_least("learners.n_folds", self.learners.n_folds, 2)
+        for name, setting in self.settings.items():
+            if setting is None:  # disabled
+                continue
+            require_choice(
+                f"settings.{name}.generator", setting.generator, ("closed_form", "gp", "real")
+            )
+            require_choice(
+                f"settings.{name}.d1_design", setting.d1_design, ("rct", "observational")
+            )

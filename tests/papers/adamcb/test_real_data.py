@@ -16,7 +16,7 @@ import torch
 from papers.adamcb import claims, train
 from papers.adamcb.data import _read_asset_pair, load_asset_data
 from shared.assets import asset
-from shared.config import compose_dict, to_object
+from shared.config import ConfigError, compose_dict, to_object
 from shared.entry import execute
 from shared.idx import IdxError
 from shared.preflight import PreflightError
@@ -146,4 +146,5 @@ def test_paper_scale_can_read_the_asset_too():
     unknown = compose_dict("adamcb", "paper", ["data.name=mnist", "data.source=asset"])
     assert "ships only" in train.preflight(to_object(unknown))[0]
     typo = compose_dict("adamcb", "paper", ["data.name=mnist", "data.source=web"])
-    assert "data.source=web is unknown" in train.preflight(to_object(typo))[0]
+    with pytest.raises(ConfigError, match="data.source='web': choose one of folder, asset"):
+        to_object(typo)  # refused when the config is built, before preflight

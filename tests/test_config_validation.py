@@ -1,0 +1,56 @@
+"""Every option the config accepts runs, or is refused at start naming the key (issue 43).
+
+Each case of the issue's table has a test named for it: the composed config is refused when it
+becomes its dataclass (``shared.config.to_object`` runs each ``Config.validate``), in one line
+that names the key, its value and what would be valid, before any data is read or any run
+folder is made.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from shared.config import ConfigError, compose_dict, to_object
+
+
+def refused(slug: str, overrides: list[str], key: str, scale: str = "smoke") -> str:
+    """The one-line refusal of ``overrides``; asserts it names ``key`` first."""
+    with pytest.raises(ConfigError) as error:
+        to_object(compose_dict(slug, scale, overrides))
+    message = str(error.value)
+    assert "\n" not in message
+    assert re.match(rf"{re.escape(key)}=", message), message
+    return message
+
+
+def test_case01_adamcb_an_eval_interval_that_does_not_divide_an_epoch_is_refused():
+    message = refused("adamcb", ["loop.eval_every=2"], "loop.eval_every")
+    assert "must divide the 3 steps per epoch" in message
+    to_object(compose_dict("adamcb", "smoke", ["loop.eval_every=1"]))  # divides: accepted
+
+
+def test_case02_adamcb_a_negative_epoch_count_is_refused():
+    assert "must be >= 1" in refused("adamcb", ["epochs=-1"], "epochs")
+
+
+@pytest.mark.parametrize(
+    ("slug", "overrides", "key"),
+    [
+        ("conformal_bma", ["replications=-2"], "replications"),
+        ("ppi_ate", ["replications=0"], "replications"),
+    ],
+)
+def test_case06_a_replication_count_below_one_is_refused(slug, overrides, key):
+    # Was: KeyError 'cb_linear/covered' / 'aipw/estimate' after the (empty) run.
+    assert "must be >= 1" in refused(slug, overrides, key)
+
+
+@pytest.mark.parametrize(
+    ("slug", "key"),
+    [("adamcb", "loop.checkpoint_every"), ("conformal_bma", "checkpoint_every")],
+)
+def test_case08_a_zero_checkpoint_interval_is_refused(slug, key):
+    # Was: ZeroDivisionError (integer modulo by zero) inside the loop.
+    assert "must be >= 1" in refused(slug, [f"{key}=0"], key)
