@@ -81,6 +81,18 @@ def execute(
     check_float_path(cfg.runtime.float_path)
     train, claims = paper_modules(slug)
     real_assets = tuple(getattr(train, "REAL_ASSETS", ())) if cfg.scale == REAL_SCALE else ()
+    # Optional packages a chosen method needs (train.OPTIONAL_PACKAGES: method -> {module:
+    # how to install it}), at every scale: refused before any work, not when the method starts.
+    optional = getattr(train, "OPTIONAL_PACKAGES", {})
+    preflight.check(
+        slug,
+        [
+            f"method {method!r}: {problem}"
+            for method in cfg.methods
+            for problem in preflight.missing_packages(optional.get(method, {}))
+        ],
+        cfg.scale,
+    )
     if cfg.scale in ("paper", REAL_SCALE):  # before any work or folder is made
         problems = assets.missing(real_assets)
         # paper scale: train.preflight (data.root, optional packages); the real rung may add

@@ -13,6 +13,8 @@ import re
 import pytest
 
 from shared.config import ConfigError, compose_dict, to_object
+from shared.entry import execute
+from shared.preflight import PreflightError
 
 
 def refused(slug: str, overrides: list[str], key: str, scale: str = "smoke") -> str:
@@ -54,3 +56,26 @@ def test_case06_a_replication_count_below_one_is_refused(slug, overrides, key):
 def test_case08_a_zero_checkpoint_interval_is_refused(slug, key):
     # Was: ZeroDivisionError (integer modulo by zero) inside the loop.
     assert "must be >= 1" in refused(slug, [f"{key}=0"], key)
+
+
+@pytest.mark.parametrize("scale", ["smoke", "paper"])
+def test_case12_etcd_gin_without_causal_learn_is_refused_before_any_graph(
+    monkeypatch, tmp_path, scale
+):
+    # A missing optional package is not a bad config value: the entry point's preflight names
+    # it at every scale (train.OPTIONAL_PACKAGES), before the run folder is made.
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "causallearn" else real(name)
+    )
+    with pytest.raises(PreflightError, match="method 'gin': package 'causallearn' is missing"):
+        execute("etcd", compose_dict("etcd", scale, ["methods=[gin,etcd]"]), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+    to_object(compose_dict("etcd", scale, ["methods=[etcd]"]))  # without GIN: accepted
+
+
+def test_case13_etcd_too_few_samples_names_data_n_and_the_minimum():
+    message = refused("etcd", ["data.n=50"], "data.n")
+    assert "must be >= data.min_samples (100)" in message

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig
+from papers.etcd.data import SACHS_ROW_SETS
+from papers.etcd.method import CLUSTER_ORDERS
+from shared.config import (
+    ExperimentConfig,
+    require,
+    require_at_least,
+    require_choice,
+    require_choices,
+)
+
+METHODS = ("etcd", "etcd_no_error", "direct_lingam", "gin")
+SIMULATED_GRAPHS = ("case4", "violating")
+REAL_SETS = ("holzinger_swineford", "sachs")  # real data sets a ``graphs`` entry may name
 
 
 @dataclass
@@ -71,3 +83,25 @@ class Config(ExperimentConfig):
     lingam_threshold: float = 0.25  # |b| above which DirectLiNGAM declares an edge
     gin_alpha: float = 0.05  # GIN's independence-test level (paper scale)
     plot_seed: int = 0  # the seed whose recovered graph is drawn
+
+    def validate(self) -> None:
+        super().validate()
+        require_choices("methods", self.methods, METHODS)
+        require_choices("graphs", self.graphs, (*SIMULATED_GRAPHS, *REAL_SETS))
+        d = self.data
+        require_at_least("data.min_samples", d.min_samples, 2)
+        require(
+            d.n >= d.min_samples,
+            "data.n",
+            d.n,
+            f"must be >= data.min_samples ({d.min_samples}): ETCD's independence tests need "
+            "that many samples",
+        )
+        require_choice("algorithm.cluster_order", self.algorithm.cluster_order, CLUSTER_ORDERS)
+        require_at_least("algorithm.hsic.n_frequencies", self.algorithm.hsic.n_frequencies, 1)
+        require_at_least("algorithm.hsic.n_null", self.algorithm.hsic.n_null, 1)
+        for key in ("alpha_ip", "alpha_type1", "alpha_quintuple", "alpha_corr", "alpha_error"):
+            value = getattr(self.algorithm, key)
+            require(0 < value < 1, f"algorithm.{key}", value, "must be in (0, 1)")
+        require_choice("real.sachs_rows", self.real.sachs_rows, SACHS_ROW_SETS)
+        require_at_least("real.max_samples", self.real.max_samples, 0)

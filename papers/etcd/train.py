@@ -35,9 +35,8 @@ import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from papers.etcd.config import Config  # noqa: E402
+from papers.etcd.config import METHODS, REAL_SETS, Config  # noqa: E402
 from papers.etcd.data import (  # noqa: E402
-    SACHS_ROW_SETS,
     LatentGraph,
     RealDataset,
     case4_graph,
@@ -65,42 +64,19 @@ from shared.entry import main  # noqa: E402
 from shared.experiment import RunOutput, check_names, run_grid  # noqa: E402
 from shared.logger import MetricsLogger  # noqa: E402
 from shared.plotting import plt  # noqa: E402
-from shared.preflight import missing_packages  # noqa: E402
 from shared.records import Results, by_setting  # noqa: E402
 
 HAS_TRAINABLE_PARAMETERS = False  # causal discovery: nothing is trained
-METHODS = ("etcd", "etcd_no_error", "direct_lingam", "gin")
 GRAPHS = {"case4": case4_graph, "violating": violating_graph}
-REAL_SETS = ("holzinger_swineford", "sachs")  # real data sets a ``graphs`` entry may name
+# Optional packages by method, checked at every scale before any work (shared/entry.py):
+# GIN, a paper-scale baseline, comes from causal-learn.
+OPTIONAL_PACKAGES = {"gin": {"causallearn": "pip install -e '.[paper]' for causal-learn"}}
 REAL_ASSETS = ("holzinger_swineford", "sachs")  # shared/assets.py; checked before a real run
 REAL_GRAPH_FILE = "graph.json"  # per (data set, seed) run folder: the graphs, for the figure
 REAL_PLOT = "real_graphs.png"
 NORMALITY_ALPHA = 0.01  # D'Agostino-Pearson test level of the non-Gaussianity diagnostic
 HS_ORDERS = list(permutations(range(3)))  # latent orders of (visual, textual, speed), coded
 UNDEFINED = float("nan")  # metric of a graph that was not returned
-# Optional packages by method: GIN, a paper-scale baseline, comes from causal-learn.
-OPTIONAL_PACKAGES = {"gin": {"causallearn": "pip install -e '.[paper]' for causal-learn"}}
-
-
-def preflight(cfg: Config) -> list[str]:
-    """Paper scale simulates its data; only the GIN baseline needs an optional package."""
-    return [
-        f"method {method!r}: {problem}"
-        for method in cfg.methods
-        for problem in missing_packages(OPTIONAL_PACKAGES.get(method, {}))
-    ]
-
-
-def real_preflight(cfg: Config) -> list[str]:
-    """The real rung: the assets are checked by the entry point; here the options."""
-    problems = preflight(cfg)
-    if cfg.real.sachs_rows not in SACHS_ROW_SETS:
-        problems.append(
-            f"real.sachs_rows must be one of {SACHS_ROW_SETS}, got {cfg.real.sachs_rows!r}"
-        )
-    if cfg.real.max_samples < 0:
-        problems.append(f"real.max_samples must be >= 0, got {cfg.real.max_samples}")
-    return problems
 
 
 def settings_from(cfg: Config, error: bool) -> ETCDSettings:

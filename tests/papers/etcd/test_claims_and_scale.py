@@ -7,10 +7,8 @@ import math
 import pytest
 
 from papers.etcd import claims
-from papers.etcd.train import preflight, run_graph_seed, settings_from
-from shared.config import compose, compose_dict
-from shared.entry import execute
-from shared.preflight import PreflightError
+from papers.etcd.train import run_graph_seed, settings_from
+from shared.config import ConfigError, compose
 
 
 def test_no_negative_control_is_fixed_by_construction():
@@ -40,23 +38,6 @@ def test_the_ablation_returns_a_wrong_graph_on_a_violating_data_set():
     assert math.isfinite(f1) and f1 < claims.CASE4_F1
 
 
-def test_paper_scale_names_the_missing_causal_learn(monkeypatch, tmp_path):
-    import importlib.util
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "causallearn" else real(name)
-    )
-    cfg = compose("etcd", "paper")
-    assert "gin" in cfg.methods
-    problems = preflight(cfg)
-    assert problems and "causal-learn" in problems[0] and ".[paper]" in problems[0]
-    with pytest.raises(PreflightError, match="causal-learn"):
-        execute("etcd", compose_dict("etcd", "paper"), tmp_path / "run")
-    assert not (tmp_path / "run").exists()
-    assert preflight(compose("etcd", "paper", ["methods=[etcd]"])) == []
-
-
 @pytest.mark.parametrize("order", ["official", "sorted"])
 def test_cluster_order_knob_reaches_etcd_and_runs(order):
     """algorithm.cluster_order (official utils.Mergelist order, the default at every scale,
@@ -72,6 +53,5 @@ def test_cluster_order_knob_reaches_etcd_and_runs(order):
 
 
 def test_unknown_cluster_order_is_refused():
-    cfg = compose("etcd", "toy", ["algorithm.cluster_order=lexicographic"])
-    with pytest.raises(ValueError, match="cluster_order"):
-        settings_from(cfg, error=False)
+    with pytest.raises(ConfigError, match="algorithm.cluster_order='lexicographic'"):
+        compose("etcd", "toy", ["algorithm.cluster_order=lexicographic"])
