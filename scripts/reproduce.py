@@ -49,7 +49,6 @@ from shared.entry import (  # noqa: E402
     committed_differences,
     float_path_mismatch,
     paper_modules,
-    table_spec,
 )
 from shared.records import write_json  # noqa: E402
 from shared.tables import markdown_table  # noqa: E402
@@ -169,7 +168,7 @@ def reproduce(
             seed_arg = "" if seeds is None else f" --seeds {' '.join(map(str, seeds))}"
         if real:
             seed_arg += f" --scale {REAL_SCALE}"
-        metrics, labels = table_spec(claims, scale)
+        metrics, labels = record["table_metrics"], record["labels"]  # from the run's config
         written = {
             "paper": slug,
             "scale": record["scale"],

@@ -120,6 +120,7 @@ def execute(
 
     summary = summarise(results, cfg.seeds)
     verdicts = claim_verdicts(claims, results, cfg.scale)
+    metrics, labels = table_spec(claims, cfg.scale, cfg)
     record = {
         "paper": slug,
         "scale": cfg.scale,
@@ -134,13 +135,14 @@ def execute(
         "versions": package_versions(),
         "wall_time_s": round(wall_time, 2),
         "cpu_time_s": round(cpu_time, 2),  # this process and its finished children
+        "table_metrics": metrics,
+        "labels": labels,  # from this run's config (claims.config_labels)
     }
     if real_assets:
         record["assets"] = assets.record(real_assets)  # name, version and sha256 of each
     if state.is_main_process:
         write_json(record, out_dir / RESULT_NAME)
         print(f"\n{slug} ({cfg.scale}), seeds {list(cfg.seeds)}, {wall_time:.1f} s")
-        metrics, labels = table_spec(claims, cfg.scale)
         print(results_table(summary, metrics, labels))
         if verdicts:
             print(f"\nHeadline claim at {cfg.scale} scale (seeds {list(cfg.seeds)}):")
@@ -202,14 +204,18 @@ def scale_claims(claims: ModuleType, scale: str) -> list[claims_lib.Claim]:
     return list(claims.CLAIMS) if scale == claims.SCALE else []
 
 
-def table_spec(claims: ModuleType, scale: str) -> tuple[list[str], dict[str, str]]:
-    """The metrics and method labels of the results table (the real rung may name its own)."""
+def table_spec(claims: ModuleType, scale: str, cfg: Any = None) -> tuple[list[str], dict[str, str]]:
+    """The metrics and method labels of the results table (the real rung may name its own).
+    A label that quotes a config value comes from ``claims.config_labels(cfg)``, so a run with
+    that value changed says so instead of repeating the default's text."""
     if scale == REAL_SCALE:
-        return (
-            list(getattr(claims, "REAL_TABLE_METRICS", claims.TABLE_METRICS)),
-            dict(getattr(claims, "REAL_LABELS", claims.LABELS)),
-        )
-    return list(claims.TABLE_METRICS), dict(claims.LABELS)
+        metrics = list(getattr(claims, "REAL_TABLE_METRICS", claims.TABLE_METRICS))
+        labels = dict(getattr(claims, "REAL_LABELS", claims.LABELS))
+    else:
+        metrics, labels = list(claims.TABLE_METRICS), dict(claims.LABELS)
+    if cfg is not None and hasattr(claims, "config_labels"):
+        labels.update(claims.config_labels(cfg))
+    return metrics, labels
 
 
 def claim_verdicts(claims: ModuleType, results: dict, scale: str) -> list[claims_lib.Verdict]:

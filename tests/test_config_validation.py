@@ -13,7 +13,7 @@ import re
 import pytest
 
 from shared.config import ConfigError, compose_dict, to_object
-from shared.entry import execute
+from shared.entry import execute, paper_modules, table_spec
 from shared.preflight import PreflightError
 
 
@@ -79,3 +79,13 @@ def test_case12_etcd_gin_without_causal_learn_is_refused_before_any_graph(
 def test_case13_etcd_too_few_samples_names_data_n_and_the_minimum():
     message = refused("etcd", ["data.n=50"], "data.n")
     assert "must be >= data.min_samples (100)" in message
+
+
+def test_case19_t2v_turbo_v2_labels_quote_the_configured_lcm_steps():
+    # Was: "4 LCM steps" (fixed text in claims.LABELS) whatever eval.lcm_steps said.
+    _, claims = paper_modules("t2v_turbo_v2")
+    cfg = to_object(compose_dict("t2v_turbo_v2", "smoke", ["eval.lcm_steps=2"]))
+    _, labels = table_spec(claims, "smoke", cfg)
+    assert labels["cd"].endswith("2 LCM steps")
+    default = to_object(compose_dict("t2v_turbo_v2", "toy"))
+    assert table_spec(claims, "toy", default)[1]["cd"] == claims.LABELS["cd"]  # unchanged text

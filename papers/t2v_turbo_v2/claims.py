@@ -23,11 +23,17 @@ CPU_BUDGET_S = 180.0
 LABELS = {
     "teacher_ddim50": "teacher, DDIM 50 steps",
     "teacher_ddim4": "teacher, DDIM 4 steps",
-    "cd": "cd: consistency distillation (VCM), 4 LCM steps",
+    "cd": "cd: consistency distillation (VCM), 4 LCM steps",  # config_labels: eval.lcm_steps
     "cd_rm": "cd_rm: + image and video RM losses",
     "cd_rm_mg": "cd_rm_mg: + motion-guided teacher target (T2V-Turbo-v2)",
     "gs0_check": "claim 4: cd_rm vs cd_rm_mg at motion_gs 0 and 0.05 (short runs)",
 }
+
+
+def config_labels(cfg) -> dict[str, str]:
+    """The labels that quote a config value: the student's sampling steps (``eval.lcm_steps``)."""
+    return {"cd": f"cd: consistency distillation (VCM), {cfg.eval.lcm_steps} LCM steps"}
+
 
 # One seed of the brief's protocol costs ~420 CPU s (Algorithm 1 ~44, each student's 1,000
 # steps at batch 32 ~110-135, evaluations ~10; 1 thread), claim 1 alone ~165 of CI's 180: the

@@ -46,6 +46,8 @@ def reproduce(monkeypatch, tmp_path):
             "float_path": {"mode": "pinned", "holds": True},
             "versions": {},
             "wall_time_s": 0.1,
+            "table_metrics": ["final_train_ce"],
+            "labels": {"adam": "Adam"},
         }
 
     monkeypatch.setattr(module, "check_claims", fake_check_claims)
