@@ -28,7 +28,15 @@ def exact_win_rate(
         rewards: (P, N) r*(x, y); rounded to ``decimals`` so that responses with the same
             token multiset (same reward up to float error) tie exactly.
     """
-    policy = policy_log_probs.double().exp()
+    return win_rate_from_weights(policy_log_probs, win_weights(init_log_probs, rewards, decimals))
+
+
+def win_weights(init_log_probs: torch.Tensor, rewards: torch.Tensor, decimals: int = 6):
+    """P_init(r* < r*(y)) + 0.5 P_init(r* = r*(y)) of every response y, (P, N) float64.
+
+    It depends on pi_init and r* only, so a run computes it once per seed and every
+    evaluation is then one weighted sum (:func:`win_rate_from_weights`).
+    """
     init = init_log_probs.double().exp()
     r = torch.round(rewards.double(), decimals=decimals)
     order = torch.argsort(r, dim=-1)
@@ -41,7 +49,12 @@ def exact_win_rate(
     padded = torch.cat([torch.zeros_like(cumulative[:, :1]), cumulative], dim=-1)
     p_below = padded.gather(-1, below_index)
     p_equal = padded.gather(-1, upto_index) - p_below
-    per_prompt = (policy * (p_below + 0.5 * p_equal)).sum(-1)  # (P,)
+    return p_below + 0.5 * p_equal
+
+
+def win_rate_from_weights(policy_log_probs: torch.Tensor, weights: torch.Tensor) -> float:
+    """WR = mean_x sum_y pi(y|x) weights(x, y), the weights of :func:`win_weights`."""
+    per_prompt = (policy_log_probs.double().exp() * weights).sum(-1)  # (P,)
     return float(per_prompt.mean())
 
 

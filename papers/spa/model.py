@@ -62,13 +62,16 @@ def collate(
     """Right-padded prompt + response: input_ids, attention_mask, response_mask (each (B, T))."""
     lengths = [len(p) + len(r) for p, r in zip(prompts, responses, strict=True)]
     width = max(lengths)
-    input_ids = torch.full((len(lengths), width), pad_id, dtype=torch.long)
-    attention = torch.zeros((len(lengths), width), dtype=torch.bool)
-    response = torch.zeros((len(lengths), width), dtype=torch.bool)
-    for row, (p, r) in enumerate(zip(prompts, responses, strict=True)):
-        input_ids[row, : len(p) + len(r)] = torch.tensor(p + r, dtype=torch.long)
-        attention[row, : len(p) + len(r)] = True
-        response[row, len(p) : len(p) + len(r)] = True
+    # One torch.tensor call on padded rows and the masks by comparison with the positions:
+    # a per-row tensor and slice assignment cost ~7 CPU s of the toy's ~190k collated rows.
+    padding = [[pad_id] * (width - n) for n in lengths]
+    rows = [p + r + pad for p, r, pad in zip(prompts, responses, padding, strict=True)]
+    input_ids = torch.tensor(rows, dtype=torch.long)
+    positions = torch.arange(width)
+    ends = torch.tensor(lengths)[:, None]
+    starts = torch.tensor([len(p) for p in prompts])[:, None]
+    attention = positions < ends
+    response = (positions >= starts) & attention
     return input_ids, attention, response
 
 

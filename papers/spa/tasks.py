@@ -29,7 +29,7 @@ from papers.spa.data import (
     split_rows,
 )
 from papers.spa.method import label_accuracy
-from papers.spa.metrics import exact_win_rate, expected_reward
+from papers.spa.metrics import expected_reward, win_rate_from_weights, win_weights
 from papers.spa.model import (
     build_toy_policy,
     enumerate_log_probs,
@@ -94,6 +94,8 @@ class ToyTask:
             ),
         ).reshape(len(self.eval_raw), -1)  # (P, V^L)
         self.init_log_probs: torch.Tensor | None = None
+        self.init_model = None
+        self.win_weights: torch.Tensor | None = None  # (P, V^L), fixed once pi_init is
 
     @property
     def n_responses(self) -> int:
@@ -111,7 +113,11 @@ class ToyTask:
         return self.world.prompt_ids(prompts).tolist(), responses.tolist()
 
     def set_init(self, pi_init) -> None:
+        self.init_model = pi_init
         self.init_log_probs = self._enumerate(pi_init)
+        self.win_weights = win_weights(
+            self.init_log_probs, self.eval_rewards, self.cfg.world.tie_decimals
+        )
 
     def _enumerate(self, model) -> torch.Tensor:
         w = self.cfg.world
@@ -120,11 +126,10 @@ class ToyTask:
 
     def evaluate(self, model, tag: str, run_dir: Path) -> dict[str, float]:
         """Exact win rate against pi_init and expected reward (brief Sec. 5.3)."""
-        log_probs = self._enumerate(model)
+        # pi_init (frozen) was enumerated by set_init: evaluating it reuses that enumeration
+        log_probs = self.init_log_probs if model is self.init_model else self._enumerate(model)
         return {
-            "win_rate": exact_win_rate(
-                log_probs, self.init_log_probs, self.eval_rewards, self.cfg.world.tie_decimals
-            ),
+            "win_rate": win_rate_from_weights(log_probs, self.win_weights),
             "expected_reward": expected_reward(log_probs, self.eval_rewards),
         }
 

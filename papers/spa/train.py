@@ -82,6 +82,15 @@ def make_optimizer(parameters, optim: OptimConfig, total_steps: int):
     return optimizer, schedule
 
 
+def release_stage(accelerator) -> None:
+    """After a training stage: ``free_memory`` drops the accelerator's references to the
+    stage's model and optimizer and empties the GPU cache. On CPU it would only add a full
+    ``gc.collect()`` over every object of the process (~0.2 CPU s a call, ~9 CPU s of a toy
+    run); the few tiny toy models the accelerator then keeps referenced go with the run."""
+    if accelerator.device.type != "cpu":
+        accelerator.free_memory()
+
+
 def frozen(model):
     """A frozen copy (the reference pi_{i-1}, or pi_init for the judge)."""
     copy_ = copy.deepcopy(model).eval()
@@ -120,7 +129,7 @@ def train_sft(task: ToyTask, model, run_dir: Path, rt: Runtime, seed: int):
         progress=cfg.runtime.progress,
         desc=f"sft s{seed}",
     )
-    rt.accelerator.free_memory()
+    release_stage(rt.accelerator)
     return rt.accelerator.unwrap_model(model)
 
 
@@ -216,7 +225,7 @@ def train_on_pairs(
         progress=cfg.runtime.progress,
         desc=f"{tags['method']} {tags['stage']} s{tags['seed']}",
     )
-    accelerator.free_memory()
+    release_stage(accelerator)
     return accelerator.unwrap_model(policy)
 
 
