@@ -61,7 +61,9 @@ class ActorCritic(nn.Module):
 
     def distribution(self, obs: torch.Tensor) -> Normal:
         mean = self.mean(obs)
-        return Normal(mean, self.log_std.exp().expand_as(mean))
+        # No argument validation: the std is exp(log_std) > 0 by construction, and checking the
+        # mean (and every sample in log_prob) for NaN costs a pass per call in every PPO step.
+        return Normal(mean, self.log_std.exp().expand_as(mean), validate_args=False)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         return self.critic(self._input(obs)).squeeze(-1)  # (N,)
@@ -69,6 +71,18 @@ class ActorCritic(nn.Module):
     def to_action(self, obs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         """A plain policy acts with its raw output (the env clips)."""
         return u
+
+
+def _same_shape(bases: nn.ModuleList) -> bool:
+    """Whether the experts read the same observation slice through the same layer shapes."""
+    first = bases[0]
+    return all(
+        base.obs_dim == first.obs_dim
+        and base.obs_clip == first.obs_clip
+        and [p.shape for p in base.actor.parameters()]
+        == [p.shape for p in first.actor.parameters()]
+        for base in bases
+    )
 
 
 class HyperPolicy(nn.Module):
@@ -117,7 +131,22 @@ class HyperPolicy(nn.Module):
     def base_means(self, obs: torch.Tensor) -> torch.Tensor:
         """(N, K, A) deterministic means of the frozen experts; each reads only its own slice
         ``obs[:, :obs_dim_i]`` (the geometry-unaware part)."""
-        return torch.stack([base.mean(obs) for base in self.bases], dim=1)
+        if not _same_shape(self.bases):
+            return torch.stack([base.mean(obs) for base in self.bases], dim=1)
+        # The K experts share one architecture: run them as one batched MLP, layer by layer
+        # (one baddbmm over the stacked weights instead of K matmuls). Same dot products, so the
+        # same numbers as K separate passes (tests/papers/resdex checks it bit for bit); only the
+        # per-call overhead of K small MLPs goes (the hyper-policy calls this every env step).
+        first = self.bases[0]
+        x = first._input(obs).expand(self.k, -1, -1)  # (K, N, obs_dim)
+        for i, layer in enumerate(first.actor):
+            if isinstance(layer, nn.Linear):
+                weight = torch.stack([base.actor[i].weight for base in self.bases])  # (K, o, i)
+                bias = torch.stack([base.actor[i].bias for base in self.bases])  # (K, o)
+                x = torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+            else:
+                x = layer(x)
+        return x.transpose(0, 1)  # (N, K, A)
 
     def split(self, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``u`` (N, K + A) -> logits (N, K), residual (N, A)."""

@@ -56,7 +56,9 @@ def train_ppo(
     run_dir = Path(run_dir)
     path = run_dir / CHECKPOINT_NAME
     trainable = [p for p in agent.parameters() if p.requires_grad]
-    optimizer = torch.optim.Adam(trainable, lr=ppo.lr)
+    # foreach: one fused call per Adam step over all tensors instead of a Python loop over them
+    # (the same elementwise update, so the same numbers; PyTorch picks it by default on GPUs only)
+    optimizer = torch.optim.Adam(trainable, lr=ppo.lr, foreach=True)
     generator = torch.Generator().manual_seed(seed)  # action noise and minibatch order
     lr = ppo.lr
     if path.exists():
@@ -151,7 +153,8 @@ def train_ppo(
             order = torch.randperm(batch, generator=generator)
             for i in range(ppo.minibatches):
                 idx = order[i * minibatch : (i + 1) * minibatch]
-                dist = agent.distribution(flat["obs"][idx])
+                obs_mb = flat["obs"][idx]
+                dist = agent.distribution(obs_mb)
                 log_prob = dist.log_prob(flat["u"][idx]).sum(-1)
                 if ppo.schedule == "adaptive":
                     kl = gaussian_kl(flat["mean"][idx], old_std, dist.mean, dist.stddev)
@@ -164,13 +167,14 @@ def train_ppo(
                     log_prob, flat["log_prob"][idx], flat["advantage"][idx], ppo.clip
                 )
                 value_loss = clipped_value_loss(
-                    agent.value(flat["obs"][idx]),
+                    agent.value(obs_mb),
                     flat["value"][idx],
                     flat["return"][idx],
                     ppo.value_clip,
                 )
-                entropy = dist.entropy().sum(-1).mean()
-                loss = policy_loss + ppo.value_coef * value_loss - ppo.entropy_coef * entropy
+                loss = policy_loss + ppo.value_coef * value_loss
+                if ppo.entropy_coef:  # the toy's 0 adds exactly nothing, to loss or gradients
+                    loss = loss - ppo.entropy_coef * dist.entropy().sum(-1).mean()
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(trainable, ppo.max_grad_norm)

@@ -211,3 +211,14 @@ def test_grasp_reward_stages():
     assert grasp_reward(stage="residual1", **far_pose).item() < r_goal  # gate closed
     with pytest.raises(ValueError, match="stage"):
         grasp_reward(stage="three", **common)
+
+
+def test_batched_base_means_equal_each_expert_alone_bit_for_bit():
+    """HyperPolicy runs the K experts as one batched MLP; it must be the same numbers as K
+    separate forward passes (the committed results depend on it)."""
+    torch.manual_seed(0)
+    bases = [ActorCritic(12, 7, [128, 128], 0.5, 5.0) for _ in range(4)]
+    hyper = HyperPolicy(bases, 76, 7, [32], 0.5, 5.0)
+    obs = torch.randn(256, 76) * 3
+    separate = torch.stack([base.mean(obs) for base in bases], dim=1)
+    assert torch.equal(hyper.base_means(obs), separate)
