@@ -105,21 +105,32 @@ class RuntimeConfig:
 
 
 @dataclass
-class LoopConfig:
-    """Knobs of :func:`shared.loop.fit`, the shared minibatch loop."""
+class TrainLoopConfig:
+    """Knobs of :func:`shared.loop.fit`, the shared minibatch loop, for a paper that evaluates
+    after training rather than inside the loop (no ``eval_every``: a key no code reads)."""
 
-    eval_every: int = 100  # steps between evaluations (the last step is always evaluated)
     checkpoint_every: int = 100  # steps between checkpoints (the last step always saves)
     log_every: int = 10  # steps between metrics.jsonl records of the training loss
     console_every_s: float = 5.0  # at most one console line per this many seconds
     grad_clip: float | None = None  # max global grad norm; None disables clipping
 
     def validate(self, prefix: str = "loop") -> None:
-        for name in ("eval_every", "checkpoint_every", "log_every"):
+        for name in ("checkpoint_every", "log_every"):
             require_at_least(f"{prefix}.{name}", getattr(self, name), 1)
         require_at_least(f"{prefix}.console_every_s", self.console_every_s, 0)
         if self.grad_clip is not None:
             require_positive(f"{prefix}.grad_clip", self.grad_clip)
+
+
+@dataclass
+class LoopConfig(TrainLoopConfig):
+    """:class:`TrainLoopConfig` for a paper that evaluates inside the loop (``fit(evaluate=)``)."""
+
+    eval_every: int = 100  # steps between evaluations (the last step is always evaluated)
+
+    def validate(self, prefix: str = "loop") -> None:
+        super().validate(prefix)
+        require_at_least(f"{prefix}.eval_every", self.eval_every, 1)
 
 
 @dataclass
@@ -160,7 +171,7 @@ class ExperimentConfig:
             "runtime.mixed_precision", self.runtime.mixed_precision, ("no", "fp16", "bf16")
         )
         loop = getattr(self, "loop", None)
-        if isinstance(loop, LoopConfig):
+        if isinstance(loop, TrainLoopConfig):
             loop.validate()
 
 

@@ -25,7 +25,7 @@ from accelerate import Accelerator
 from tqdm.auto import tqdm
 
 from shared import checkpoint
-from shared.config import LoopConfig
+from shared.config import TrainLoopConfig
 from shared.logger import MetricsLogger
 
 CHECKPOINT_NAME = "checkpoint.pt"
@@ -43,7 +43,7 @@ def fit(
     optimizer: torch.optim.Optimizer,
     accelerator: Accelerator,
     max_steps: int,
-    loop: LoopConfig,
+    loop: TrainLoopConfig,
     run_dir: Path,
     next_batch: Callable[[int], Any],
     compute_loss: Callable[[torch.nn.Module, Any], tuple[torch.Tensor, dict[str, Any]]],
@@ -64,6 +64,8 @@ def fit(
         steps and the last step), each with its ``step``. A resumed run returns the same
         history as an uninterrupted one.
     """
+    if evaluate is not None and not hasattr(loop, "eval_every"):
+        raise TypeError("fit(evaluate=...) reads loop.eval_every: pass a LoopConfig")
     stateful = stateful or {}
     tags = tags or {}
     run_dir = Path(run_dir)

@@ -89,3 +89,24 @@ def test_case19_t2v_turbo_v2_labels_quote_the_configured_lcm_steps():
     assert labels["cd"].endswith("2 LCM steps")
     default = to_object(compose_dict("t2v_turbo_v2", "toy"))
     assert table_spec(claims, "toy", default)[1]["cd"] == claims.LABELS["cd"]  # unchanged text
+
+
+NO_LOOP_EVALUATION = [
+    "em_llm",
+    "gnn_kvariance",
+    "horizon_generalization",
+    "infoalign",
+    "leret",
+    "limac",
+    "lucidppn",
+    "matryoshka_kv",
+    "spa",
+]
+
+
+@pytest.mark.parametrize("slug", NO_LOOP_EVALUATION)
+def test_case14_loop_eval_every_is_no_key_where_nothing_evaluates_in_the_loop(slug):
+    # Was: accepted and ignored (shared.loop.fit got no evaluate=); now the schema
+    # (TrainLoopConfig) has no such key, so Hydra names it at composition.
+    with pytest.raises(Exception, match="eval_every"):
+        compose_dict(slug, "smoke", ["loop.eval_every=5"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, LoopConfig
+from shared.config import ExperimentConfig, TrainLoopConfig
 
 
 @dataclass
@@ -164,4 +164,4 @@ class Config(ExperimentConfig):
     eval: EvalConfig = field(default_factory=EvalConfig)
     benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
     real: RealConfig = field(default_factory=RealConfig)
-    loop: LoopConfig = field(default_factory=LoopConfig)
+    loop: TrainLoopConfig = field(default_factory=TrainLoopConfig)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, LoopConfig
+from shared.config import ExperimentConfig, TrainLoopConfig
 
 
 @dataclass
@@ -102,4 +102,5 @@ class Config(ExperimentConfig):
     train: TrainConfig = field(default_factory=TrainConfig)
     bound: BoundConfig = field(default_factory=BoundConfig)
     data: DataConfig = field(default_factory=DataConfig)
-    loop: LoopConfig = field(default_factory=LoopConfig)  # steps: epochs x batches per epoch
+    # steps: epochs x batches per epoch
+    loop: TrainLoopConfig = field(default_factory=TrainLoopConfig)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, LoopConfig
+from shared.config import ExperimentConfig, TrainLoopConfig
 
 
 @dataclass
@@ -96,4 +96,4 @@ class Config(ExperimentConfig):
     critic: CriticConfig = field(default_factory=CriticConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
-    loop: LoopConfig = field(default_factory=LoopConfig)
+    loop: TrainLoopConfig = field(default_factory=TrainLoopConfig)

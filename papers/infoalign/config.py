@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, LoopConfig
+from shared.config import ExperimentConfig, TrainLoopConfig
 
 
 @dataclass
@@ -129,4 +129,4 @@ class Config(ExperimentConfig):
     contrastive: ContrastiveConfig = field(default_factory=ContrastiveConfig)
     probe: ProbeConfig = field(default_factory=ProbeConfig)
     bounds: BoundsConfig | None = field(default_factory=BoundsConfig)  # null: skip
-    loop: LoopConfig = field(default_factory=LoopConfig)
+    loop: TrainLoopConfig = field(default_factory=TrainLoopConfig)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, LoopConfig
+from shared.config import ExperimentConfig, TrainLoopConfig
 
 
 @dataclass
@@ -163,4 +163,4 @@ class Config(ExperimentConfig):
     collection: CollectionConfig = field(default_factory=CollectionConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
     preference: PreferenceConfig = field(default_factory=PreferenceConfig)
-    loop: LoopConfig = field(default_factory=LoopConfig)
+    loop: TrainLoopConfig = field(default_factory=TrainLoopConfig)

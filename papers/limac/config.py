@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, LoopConfig
+from shared.config import ExperimentConfig, TrainLoopConfig
 
 
 @dataclass
@@ -113,4 +113,4 @@ class Config(ExperimentConfig):
     optim: OptimConfig = field(default_factory=OptimConfig)
     text_model: TextModelConfig = field(default_factory=TextModelConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
-    loop: LoopConfig = field(default_factory=LoopConfig)
+    loop: TrainLoopConfig = field(default_factory=TrainLoopConfig)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, LoopConfig
+from shared.config import ExperimentConfig, TrainLoopConfig
 
 
 @dataclass
@@ -106,4 +106,4 @@ class Config(ExperimentConfig):
     projection: ProjectionTrainConfig = field(default_factory=ProjectionTrainConfig)
     rank_search: SearchConfig = field(default_factory=SearchConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
-    loop: LoopConfig = field(default_factory=LoopConfig)
+    loop: TrainLoopConfig = field(default_factory=TrainLoopConfig)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, LoopConfig
+from shared.config import ExperimentConfig, TrainLoopConfig
 
 
 @dataclass
@@ -138,4 +138,4 @@ class Config(ExperimentConfig):
     spa: SPAConfig = field(default_factory=SPAConfig)
     full_label: FullLabelConfig = field(default_factory=FullLabelConfig)
     data: DataConfig = field(default_factory=DataConfig)
-    loop: LoopConfig = field(default_factory=LoopConfig)
+    loop: TrainLoopConfig = field(default_factory=TrainLoopConfig)
