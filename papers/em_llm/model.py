@@ -225,6 +225,20 @@ def chunk_boundaries(
     return boundaries[:cut] + sorted(set(boundaries[cut:]) | set(new))
 
 
+def chunk_logits(model: nn.Module, ids: Tensor, last_only: bool = False) -> Tensor:
+    """(1, c, V) logits of one chunk read through the memory attention (the last position
+    alone with ``last_only``): the same modules in the same order as ``model(input_ids=ids)``,
+    so the same numbers, without the wrapper's work that the memory attention never reads
+    (causal mask, rotary tables, output capture). A reading calls this once per chunk of 8
+    tokens, where that work cost as much as the layers themselves (issue 44)."""
+    inner = model.model
+    hidden = inner.embed_tokens(ids)
+    for layer in decoder_layers(model):  # EMAttention with a memory ignores mask and positions
+        hidden = layer(hidden)
+    hidden = inner.norm(hidden)
+    return model.lm_head(hidden[:, -1:] if last_only else hidden)
+
+
 @torch.no_grad()
 def read_document(
     model: nn.Module,
@@ -280,13 +294,8 @@ def read_document(
         while step < len(spans):
             s, e = spans[step]
             step += 1
-            keep = {} if score_surprise else {"logits_to_keep": 1}
-            logits = (
-                model(input_ids=ids[None, s:e].to(model.device), use_cache=False, **keep)
-                .logits[0]
-                .float()
-                .cpu()
-            )
+            chunk_ids = ids[None, s:e].to(model.device)
+            logits = chunk_logits(model, chunk_ids, last_only=not score_surprise)[0].float().cpu()
             if not score_surprise:
                 pass
             elif cfg.official_shift:  # official labels input_ids[s + 1: e + 1], this chunk's
