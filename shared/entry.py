@@ -206,8 +206,9 @@ def scale_claims(claims: ModuleType, scale: str) -> list[claims_lib.Claim]:
 
 def table_spec(claims: ModuleType, scale: str, cfg: Any = None) -> tuple[list[str], dict[str, str]]:
     """The metrics and method labels of the results table (the real rung may name its own).
-    A label that quotes a config value comes from ``claims.config_labels(cfg)``, so a run with
-    that value changed says so instead of repeating the default's text."""
+    A label that quotes a config value comes from ``claims.config_labels(cfg)``, and columns
+    named after a config list from ``claims.config_table_metrics(cfg)``, so a run with that
+    value changed says so instead of repeating the default's text."""
     if scale == REAL_SCALE:
         metrics = list(getattr(claims, "REAL_TABLE_METRICS", claims.TABLE_METRICS))
         labels = dict(getattr(claims, "REAL_LABELS", claims.LABELS))
@@ -215,6 +216,8 @@ def table_spec(claims: ModuleType, scale: str, cfg: Any = None) -> tuple[list[st
         metrics, labels = list(claims.TABLE_METRICS), dict(claims.LABELS)
     if cfg is not None and hasattr(claims, "config_labels"):
         labels.update(claims.config_labels(cfg))
+    if cfg is not None and scale != REAL_SCALE and hasattr(claims, "config_table_metrics"):
+        metrics = list(claims.config_table_metrics(cfg))  # columns that follow a config list
     return metrics, labels
 
 

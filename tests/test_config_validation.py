@@ -110,3 +110,56 @@ def test_case14_loop_eval_every_is_no_key_where_nothing_evaluates_in_the_loop(sl
     # (TrainLoopConfig) has no such key, so Hydra names it at composition.
     with pytest.raises(Exception, match="eval_every"):
         compose_dict(slug, "smoke", ["loop.eval_every=5"])
+
+
+def test_case03_controlar_more_figure_samples_than_test_controls_is_refused():
+    message = refused("controlar", ["sampling.n_show=6"], "sampling.n_show")
+    assert "must be <= data.n_test (4)" in message
+
+
+def test_case04_em_llm_a_plot_document_past_the_test_set_is_refused():
+    message = refused("em_llm", ["eval.plot_document=5"], "eval.plot_document")
+    assert "must be <= eval.n_documents - 1 (2)" in message
+
+
+def test_case05_qnbo_a_report_step_past_the_last_outer_step_is_refused():
+    message = refused("qnbo", ["quadratic.budget.report_at=10"], "quadratic.budget.report_at")
+    assert "must be <= quadratic.budget.outer_steps" in message
+
+
+def test_case07_controlar_negative_training_steps_are_refused():
+    assert "must be >= 1" in refused("controlar", ["train.steps=-1"], "train.steps")
+
+
+def test_case09_horizon_methods_that_no_active_layout_runs_name_the_layout():
+    message = refused("horizon_generalization", ["active_layouts=[wall]", "methods=[mlp]"], "methods")
+    assert "layouts.wall.methods" in message
+
+
+def test_case11_spa_an_unknown_threshold_is_refused_before_sft():
+    message = refused("spa", ["spa.threshold=window"], "spa.threshold")
+    assert "choose one of minibatch, rolling" in message
+
+
+def test_case16_limac_an_unknown_screen_family_is_refused():
+    message = refused("limac", ["eval.screen_family=nosuchfamily"], "eval.screen_family")
+    assert "messages" in message
+
+
+def test_case17_resdex_an_evaluation_iteration_past_the_run_is_refused():
+    message = refused("resdex", ["eval.at=[2,6]"], "eval.at")
+    assert "1..hyper.iterations" in message
+
+
+def test_case18_em_llm_budgets_without_the_unlimited_run_are_refused():
+    message = refused("em_llm", ["eval.budgets=[32]"], "eval.budgets")
+    assert "must include -1" in message
+
+
+def test_case18_em_llm_table_columns_follow_the_budgets():
+    _, claims = paper_modules("em_llm")
+    default = to_object(compose_dict("em_llm", "toy"))
+    assert table_spec(claims, "toy", default)[0] == claims.TABLE_METRICS  # unchanged
+    other = to_object(compose_dict("em_llm", "smoke", ["eval.budgets=[32,-1]"]))
+    metrics = table_spec(claims, "smoke", other)[0]
+    assert "acc_32" in metrics and "peak_keys_32" in metrics and "acc_64" not in metrics

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, LoopConfig
+from shared.config import (
+    ExperimentConfig,
+    LoopConfig,
+    require,
+    require_at_least,
+    require_at_most,
+    require_positive,
+)
 
 
 @dataclass
@@ -132,3 +139,25 @@ class Config(ExperimentConfig):
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     timing: TimingConfig = field(default_factory=TimingConfig)
     loop: LoopConfig = field(default_factory=LoopConfig)
+
+    def validate(self) -> None:
+        super().validate()
+        for key in ("n_train", "n_test", "image_size"):
+            require_at_least(f"data.{key}", getattr(self.data, key), 1)
+        for key in ("steps", "batch_size"):  # case 7: steps=-1 left no samples to read
+            require_at_least(f"train.{key}", getattr(self.train, key), 1)
+        require_positive("train.lr", self.train.lr)
+        for key in ("patch", "n_codes", "fit_images", "iterations"):
+            require_at_least(f"tokenizer.{key}", getattr(self.tokenizer, key), 1)
+        s = self.sampling
+        require_at_least("sampling.n_show", s.n_show, 1)  # case 3: the figure indexes the test set
+        require_at_most(
+            "sampling.n_show", s.n_show, self.data.n_test, f"data.n_test ({self.data.n_test})"
+        )
+        require_positive("sampling.temperature", s.temperature)
+        require(0 < s.top_p <= 1, "sampling.top_p", s.top_p, "must be in (0, 1]")
+        if s.top_k is not None:
+            require_at_least("sampling.top_k", s.top_k, 1)
+        require_at_least("timing.rounds", self.timing.rounds, 1)
+        require_at_least("timing.sample_rounds", self.timing.sample_rounds, 1)
+        require_at_least("timing.warmup_steps", self.timing.warmup_steps, 0)

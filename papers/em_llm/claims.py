@@ -31,6 +31,22 @@ TABLE_METRICS = [
 ]
 CPU_BUDGET_S = 180.0
 
+
+def config_table_metrics(cfg) -> list[str]:
+    """TABLE_METRICS with one column per ``eval.budgets`` entry (unlimited first), so a run with
+    other budgets shows its own pass-key, peak-key and event columns."""
+    names = sorted(("inf" if b < 0 else str(b) for b in cfg.eval.budgets), key=lambda n: n != "inf")
+    finite = [n for n in names if n != "inf"]
+    return [
+        *(f"acc_{n}" for n in names),
+        "boundary_f1",
+        "modularity",
+        "needle_intact",
+        *(f"peak_keys_{n}" for n in finite),
+        *(f"events_{n}" for n in finite),
+    ]
+
+
 LABELS = {
     "full": "full attention (beyond training length)",
     "sliding_window": "sliding window (init + local)",

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, TrainLoopConfig
+from shared.config import (
+    ExperimentConfig,
+    TrainLoopConfig,
+    require,
+    require_at_least,
+    require_at_most,
+    require_choice,
+)
 
 
 @dataclass
@@ -165,3 +172,36 @@ class Config(ExperimentConfig):
     benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
     real: RealConfig = field(default_factory=RealConfig)
     loop: TrainLoopConfig = field(default_factory=TrainLoopConfig)
+
+    def validate(self) -> None:
+        super().validate()
+        e = self.eval
+        require_at_least("eval.n_documents", e.n_documents, 1)
+        require_at_least("eval.segmentation_documents", e.segmentation_documents, 1)
+        require(
+            bool(e.budgets), "eval.budgets", e.budgets, "name at least one n_mem (-1: unlimited)"
+        )
+        require(
+            all(b == -1 or b >= 1 for b in e.budgets),
+            "eval.budgets",
+            e.budgets,
+            "each n_mem must be >= 1, or -1 for unlimited",
+        )
+        require(
+            len(set(e.budgets)) == len(e.budgets), "eval.budgets", e.budgets, "lists a budget twice"
+        )
+        require(
+            -1 in e.budgets,
+            "eval.budgets",
+            e.budgets,
+            "must include -1 (unlimited): the segmentation and the plotted surprise trace read "
+            "the unlimited run",
+        )
+        require_at_least("eval.plot_document", e.plot_document, 0)  # case 4: it indexes the set
+        require_at_most(
+            "eval.plot_document",
+            e.plot_document,
+            e.n_documents - 1,
+            f"eval.n_documents - 1 ({e.n_documents - 1})",
+        )
+        require_choice("eval.refine_metric", e.refine_metric, ("modularity", "conductance"))

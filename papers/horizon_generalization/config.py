@@ -8,7 +8,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, TrainLoopConfig
+from shared.config import (
+    ExperimentConfig,
+    TrainLoopConfig,
+    require,
+    require_at_least,
+    require_choices,
+)
 
 
 @dataclass
@@ -97,3 +103,21 @@ class Config(ExperimentConfig):
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     loop: TrainLoopConfig = field(default_factory=TrainLoopConfig)
+
+    def validate(self) -> None:
+        super().validate()
+        require_choices("active_layouts", self.active_layouts, tuple(self.layouts))
+        for name in self.active_layouts:
+            layout = self.layouts[name]
+            require_at_least(f"layouts.{name}.steps", layout.steps, 1)
+            require_at_least(f"layouts.{name}.batch_size", layout.batch_size, 2)
+            if not layout.methods:  # empty: every chosen method
+                continue
+            chosen = [m for m in self.methods if m in layout.methods]
+            require(  # case 9: said "methods and seeds must both be non-empty"
+                bool(chosen),
+                "methods",
+                self.methods,
+                f"none of them runs on layout {name}, whose layouts.{name}.methods is "
+                f"{layout.methods}",
+            )

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, TrainLoopConfig
+from papers.limac.toydroid import FAMILIES as TOY_FAMILIES
+from shared.config import ExperimentConfig, TrainLoopConfig, require_choice
 
 
 @dataclass
@@ -114,3 +115,8 @@ class Config(ExperimentConfig):
     text_model: TextModelConfig = field(default_factory=TextModelConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     loop: TrainLoopConfig = field(default_factory=TrainLoopConfig)
+
+    def validate(self) -> None:
+        super().validate()
+        if self.data.source == "toy":  # case 16: an unknown family drew "(no AcT run to draw)"
+            require_choice("eval.screen_family", self.eval.screen_family, (*TOY_FAMILIES, ""))

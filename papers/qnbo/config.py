@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig
+from shared.config import (
+    ExperimentConfig,
+    require_at_least,
+    require_at_most,
+    require_choice,
+    require_choices,
+)
 
 
 @dataclass
@@ -76,3 +82,22 @@ class Config(ExperimentConfig):
     gamma: float = 1.0  # qN step
     quadratic: QuadraticConfig = field(default_factory=QuadraticConfig)
     hyper_cleaning: HyperCleaningConfig = field(default_factory=HyperCleaningConfig)
+
+    def validate(self) -> None:
+        super().validate()
+        require_choices("toys", self.toys, ("quadratic", "hyper_cleaning"))
+        require_choice("kind", self.kind, ("bfgs", "sr1"))
+        require_choice("curvature", self.curvature, ("finite_difference", "autograd"))
+        for toy in self.toys:  # case 5: report_at past the last outer step indexed nothing
+            budget = getattr(self, toy).budget
+            require_at_least(f"{toy}.budget.outer_steps", budget.outer_steps, 1)
+            require_at_least(f"{toy}.budget.report_at", budget.report_at, 1)
+            require_at_most(
+                f"{toy}.budget.report_at",
+                budget.report_at,
+                budget.outer_steps,
+                f"{toy}.budget.outer_steps ({budget.outer_steps})",
+            )
+            for key in ("qnbo_P", "qnbo_T", "aid_T", "aid_N"):
+                require_at_least(f"{toy}.budget.{key}", getattr(budget, key), 1)
+            require_at_least(f"{toy}.budget.qnbo_Q", budget.qnbo_Q, 0)  # 0: the ablation

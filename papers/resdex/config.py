@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig
+from shared.config import ExperimentConfig, require, require_at_least
 
 
 @dataclass
@@ -105,3 +105,19 @@ class Config(ExperimentConfig):
     single_expert_style: str = "power"  # the expert of single_residual (Sec. 5.3 run D)
     eval: EvalConfig = field(default_factory=EvalConfig)
     data: DataConfig = field(default_factory=DataConfig)
+
+    def validate(self) -> None:
+        super().validate()
+        iterations = self.hyper.iterations
+        require_at_least("hyper.iterations", iterations, 1)
+        require_at_least("base.ppo.iterations", self.base.ppo.iterations, 1)
+        require_at_least("eval.every", self.eval.every, 1)
+        require_at_least("eval.num_envs", self.eval.num_envs, 1)
+        require_at_least("eval.episodes", self.eval.episodes, 1)
+        require_at_least("base.k", self.base.k, 1)
+        require(  # case 17: eval.at=[2,6] with 4 iterations silently dropped it6
+            bool(self.eval.at) and all(1 <= a <= iterations for a in self.eval.at),
+            "eval.at",
+            self.eval.at,
+            f"each entry must be an iteration in 1..hyper.iterations ({iterations})",
+        )

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, TrainLoopConfig
+from shared.config import (
+    ExperimentConfig,
+    TrainLoopConfig,
+    require,
+    require_at_least,
+    require_choice,
+)
 
 
 @dataclass
@@ -139,3 +145,32 @@ class Config(ExperimentConfig):
     full_label: FullLabelConfig = field(default_factory=FullLabelConfig)
     data: DataConfig = field(default_factory=DataConfig)
     loop: TrainLoopConfig = field(default_factory=TrainLoopConfig)
+
+    def validate(self) -> None:
+        super().validate()
+        p = self.spa
+        # case 11: an unknown threshold failed only after seed 0's SFT
+        require_choice("spa.threshold", p.threshold, ("minibatch", "rolling"))
+        require_choice("spa.judge_reference", p.judge_reference, ("init", "previous", "none"))
+        require_at_least("spa.threshold_window", p.threshold_window, 1)
+        require_at_least("spa.samples_per_prompt", p.samples_per_prompt, 2)
+        require(
+            bool(p.prompts_per_iteration), "spa.prompts_per_iteration", [], "name one iteration"
+        )
+        for n in p.prompts_per_iteration:
+            require_at_least("spa.prompts_per_iteration", n, 1)
+        require(
+            len(p.lambdas) >= len(p.prompts_per_iteration),
+            "spa.lambdas",
+            p.lambdas,
+            f"needs one entry per iteration ({len(p.prompts_per_iteration)})",
+        )
+        require(
+            0 <= p.flag_fraction <= 1, "spa.flag_fraction", p.flag_fraction, "must be in [0, 1]"
+        )
+        require(
+            0 <= p.warmup_fraction <= 1,
+            "spa.warmup_fraction",
+            p.warmup_fraction,
+            "must be in [0, 1]",
+        )
