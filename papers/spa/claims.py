@@ -11,7 +11,12 @@ from shared.claims import Claim, MarginAtLeast, MeanAtLeast, MeanWithin
 
 SCALE = "toy"
 SEEDS = [0, 1, 2]
-CI_SEEDS = SEEDS
+# All three seeds cost ~124 CPU s even after the bit-identical savings (issue 44: collate,
+# no CPU gc.collect, cached pi_init enumeration and win-rate weights), over CI's 85 CPU s
+# target, so CI runs every method on seeds 0, 1 (every claim, and every negative control's
+# failure, holds on each of them and on their mean in results/toy.json) and
+# `scripts/reproduce.py` runs all three.
+CI_SEEDS = [0, 1]
 # Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
 HELDOUT_SEEDS = [1000, 1001, 1002]
 METHODS = ["sft", "dpo_seed", "spa", "spa_nosr", "oracle", "coin_flip", "full_label"]
