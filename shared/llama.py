@@ -17,6 +17,8 @@ from typing import Protocol, TypeVar
 from torch import nn
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
+from shared.preflight import WEIGHT_FILES
+
 
 class TinyLlamaFields(Protocol):
     """The fields of a paper's toy-model config that :func:`tiny_llama` reads."""
@@ -65,7 +67,6 @@ def tiny_llama(
 
 
 # What from_pretrained reads the weights from: one safetensors file, a sharded index, or torch's
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 
 
 def load_local_causal_lm(path: str | Path, **kwargs):

@@ -38,6 +38,29 @@ def missing_paths(paths: Mapping[str, str | Path | None], hint: str = "") -> lis
     return problems
 
 
+# A transformers model folder holds its config and one of these weight files.
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+
+
+def missing_model_folders(folders: Mapping[str, str | Path | None], hint: str = "") -> list[str]:
+    """``{config key: folder}`` -> one problem per folder that is unset, absent, or does not
+    hold a model (a ``config.json`` and one of :data:`WEIGHT_FILES`): an existing folder
+    without a model used to pass, and transformers then failed far from the key."""
+    problems = missing_paths(folders, hint)
+    for key, folder in folders.items():
+        if folder is None or str(folder) == "" or not Path(folder).expanduser().exists():
+            continue  # named above
+        path = Path(folder).expanduser()
+        if not (path / "config.json").is_file():
+            problems.append(f"{key}={folder} holds no model (no config.json){hint}")
+        elif not any((path / name).is_file() for name in WEIGHT_FILES):
+            problems.append(
+                f"{key}={folder} has a config.json but no weights (one of "
+                f"{', '.join(WEIGHT_FILES)}){hint}"
+            )
+    return problems
+
+
 def check(slug: str, problems: list[str], scale: str = "paper") -> None:
     """Raise :class:`PreflightError` naming every problem, on one line."""
     if problems:

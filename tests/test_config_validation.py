@@ -163,3 +163,18 @@ def test_case18_em_llm_table_columns_follow_the_budgets():
     other = to_object(compose_dict("em_llm", "smoke", ["eval.budgets=[32,-1]"]))
     metrics = table_spec(claims, "smoke", other)[0]
     assert "acc_32" in metrics and "peak_keys_32" in metrics and "acc_64" not in metrics
+
+
+def test_case10_a_model_folder_without_a_model_is_named_before_any_work(tmp_path):
+    # Was: preflight passed (the folder existed); transformers then asked for sentencepiece.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    config_only = tmp_path / "config_only"
+    config_only.mkdir()
+    (config_only / "config.json").write_text("{}")
+    for folder, reason in ((empty, "holds no model"), (config_only, "no weights")):
+        out = tmp_path / f"run-{folder.name}"
+        cfg = compose_dict("em_llm", "paper", [f"model.path={folder}"])
+        with pytest.raises(PreflightError, match=rf"model.path={folder} .*{reason}"):
+            execute("em_llm", cfg, out)
+        assert not out.exists()

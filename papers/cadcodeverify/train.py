@@ -66,7 +66,7 @@ from shared.entry import main
 from shared.experiment import RunOutput, check_names, run_grid
 from shared.logger import MetricsLogger
 from shared.plotting import plt
-from shared.preflight import missing_packages, missing_paths
+from shared.preflight import missing_model_folders, missing_packages, missing_paths
 from shared.records import Results, read_json, write_json
 from shared.tables import markdown_table
 
@@ -364,7 +364,7 @@ def preflight(cfg: Config) -> list[str]:
         if chat.backend == "openai" and not chat.base_url:
             problems.append(f"{name}.base_url is not set (an OpenAI-compatible endpoint)")
         elif chat.backend == "hf":
-            problems += missing_paths({f"{name}.model_dir": chat.model_dir}, hint)
+            problems += missing_model_folders({f"{name}.model_dir": chat.model_dir}, hint)
     try:  # model-written code runs only where a sandbox holds (or under the unsafe opt-in)
         choose_mode(SandboxLimits(**asdict(c.sandbox)))
     except (SandboxUnavailableError, ValueError) as err:

@@ -60,7 +60,7 @@ from shared.experiment import RunOutput, check_names, map_jobs, parallel_runs, r
 from shared.logger import MetricsLogger
 from shared.loop import CHECKPOINT_NAME, fit
 from shared.plotting import plt
-from shared.preflight import missing_paths
+from shared.preflight import missing_model_folders, missing_paths
 from shared.records import Results
 from shared.runtime import make_accelerator
 from shared.seeding import seed_everything
@@ -310,10 +310,8 @@ def preflight(cfg: Config) -> list[str]:
     """Paper scale reads a local checkpoint and, for benchmark tasks, a local folder of jsonl
     files: name each one that is unset or absent, before any work."""
     hint = " (a local path; nothing is downloaded, see configs/em_llm/paper.yaml)"
-    paths = {"model.path": cfg.model.path}
-    if cfg.benchmark.tasks:
-        paths["benchmark.root"] = cfg.benchmark.root
-    return missing_paths(paths, hint)
+    paths = {"benchmark.root": cfg.benchmark.root} if cfg.benchmark.tasks else {}
+    return missing_model_folders({"model.path": cfg.model.path}, hint) + missing_paths(paths, hint)
 
 
 def answer_score(task: str, prediction: str, answers: list[str]) -> float:

@@ -52,7 +52,7 @@ from shared.experiment import RunOutput, check_names, run_grid
 from shared.logger import MetricsLogger
 from shared.loop import fit
 from shared.plotting import plt
-from shared.preflight import missing_packages, missing_paths
+from shared.preflight import missing_model_folders, missing_packages, missing_paths
 from shared.records import Results
 from shared.runtime import make_accelerator
 from shared.seeding import numpy_rng
@@ -431,9 +431,8 @@ def check_config(cfg: Config) -> None:
 def preflight(cfg: Config) -> list[str]:
     """Paper scale reads the query-writing LM, the corpus and the questions from local disk."""
     hint = " (a local path; nothing is downloaded, see configs/leret/paper.yaml)"
-    problems = missing_paths(
+    problems = missing_model_folders({"model.path": cfg.model.path}, hint) + missing_paths(
         {
-            "model.path": cfg.model.path,
             "data.corpus_path": cfg.data.corpus_path,
             "data.train_path": cfg.data.train_path,
             "data.dev_path": cfg.data.dev_path,

@@ -50,7 +50,7 @@ from shared.experiment import RunOutput, check_names, run_grid
 from shared.logger import MetricsLogger
 from shared.loop import fit
 from shared.plotting import plt
-from shared.preflight import missing_paths
+from shared.preflight import missing_model_folders, missing_paths
 from shared.records import Results
 from shared.runtime import make_accelerator
 from shared.seeding import seed_everything
@@ -359,9 +359,8 @@ def preflight(cfg: Config) -> list[str]:
     """Paper scale reads a local checkpoint and two local json files (nothing is downloaded):
     name each one that is unset or absent, before any work."""
     hint = " (a local path; nothing is downloaded, see configs/matryoshka_kv/paper.yaml)"
-    return missing_paths(
+    return missing_model_folders({"model.path": cfg.model.path}, hint) + missing_paths(
         {
-            "model.path": cfg.model.path,
             "corpus.pca_path": cfg.corpus.pca_path,
             "corpus.train_path": cfg.corpus.train_path,
         },

@@ -159,11 +159,16 @@ class Config(ExperimentConfig):
         )
         for n in p.prompts_per_iteration:
             require_at_least("spa.prompts_per_iteration", n, 1)
+        # one decoupling lambda per iteration; the toy's pools are spa.prompts_per_iteration,
+        # the paper scale's (model.path set) data.iteration_sizes
+        toy = self.model.path is None
+        pools = "spa.prompts_per_iteration" if toy else "data.iteration_sizes"
+        n_pools = len(p.prompts_per_iteration if toy else self.data.iteration_sizes)
         require(
-            len(p.lambdas) >= len(p.prompts_per_iteration),
+            len(p.lambdas) == n_pools,
             "spa.lambdas",
             p.lambdas,
-            f"needs one entry per iteration ({len(p.prompts_per_iteration)})",
+            f"needs one entry per iteration ({pools} has {n_pools})",
         )
         require(
             0 <= p.flag_fraction <= 1, "spa.flag_fraction", p.flag_fraction, "must be in [0, 1]"

@@ -44,7 +44,7 @@ from shared.experiment import RunOutput, check_names, run_grid
 from shared.logger import MetricsLogger
 from shared.loop import fit
 from shared.plotting import plt
-from shared.preflight import missing_paths
+from shared.preflight import missing_model_folders, missing_paths
 from shared.records import Results
 from shared.runtime import make_accelerator
 from shared.seeding import numpy_rng, torch_generator
@@ -351,23 +351,15 @@ def make_task(cfg: Config, seed: int):
 
 def check_config(cfg: Config) -> None:
     check_names("methods", cfg.methods, METHODS if cfg.model.path is None else PAPER_METHODS)
-    check_names("spa.judge_reference", [cfg.spa.judge_reference], JUDGE_REFERENCES)
-    iterations = (
-        cfg.spa.prompts_per_iteration if cfg.model.path is None else cfg.data.iteration_sizes
-    )
-    if len(iterations) != len(cfg.spa.lambdas):
-        raise ValueError(
-            f"spa.lambdas has {len(cfg.spa.lambdas)} entries (one per iteration) but there "
-            f"are {len(iterations)} iteration prompt pools"
-        )
-    if cfg.spa.samples_per_prompt < 2:
-        raise ValueError("spa.samples_per_prompt must be >= 2 (a pair per prompt)")
+    # the judge reference, the iteration count and the sample count: Config.validate
 
 
 def preflight(cfg: Config) -> list[str]:
     """Paper scale reads pi_init (and its tokenizer) and UltraFeedback from local disk."""
     hint = " (a local path; nothing is downloaded, see configs/spa/paper.yaml)"
-    return missing_paths({"model.path": cfg.model.path, "data.path": cfg.data.path}, hint)
+    return missing_model_folders({"model.path": cfg.model.path}, hint) + missing_paths(
+        {"data.path": cfg.data.path}, hint
+    )
 
 
 def run(cfg: Config, out_dir: Path) -> Results:
