@@ -10,11 +10,15 @@ from shared.claims import Claim, MarginAtLeast, MeanAtLeast, MeanAtMost
 
 SCALE = "toy"
 SEEDS = [0, 1, 2]
-# Three seeds cost ~119 CPU s under CI's two-worker load (scaled_dot_product_attention with a
-# per-example mask and dropout takes torch's unfused path, ~30 % of a profile), at the 120 CPU s
-# headroom target, so CI gates seeds 0, 1 (every claim holds on their mean in
-# results/toy.json) and `scripts/reproduce.py` runs all three.
-CI_SEEDS = [0, 1]
+# CI runs seed 0 alone; `scripts/reproduce.py` runs all three (issue 44). Two seeds cost ~122
+# CPU s here, 119-133 in CI, over its 85 CPU s target, and nothing cheaper keeps the numbers:
+# a profile is ~85 % AcT training, most of it scaled_dot_product_attention's unfused path (a
+# per-example mask with attention dropout materialises the (B, H, L, L) scores and draws a
+# dropout mask over them, ~70 ms a layer-step against ~23 ms without dropout), which any
+# cheaper layout (e.g. packing away padded element slots) changes bit for bit. Every claim,
+# and every negative control's failure, holds on seed 0 alone in results/toy.json (claim 1:
+# AcT overall - flat overall = 0.127 >= 0.10).
+CI_SEEDS = [0]
 # Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
 HELDOUT_SEEDS = [1000, 1001, 1002]
 METHODS = ["act", "act_index", "flat", "random_click"]
