@@ -57,6 +57,10 @@ def run_replications(
         rng.bit_generator.state = state["rng"]
     if logger is not None:  # forget records written after the checkpoint we resume from
         logger.drop_after(start, **tags)
+    # Running sums of the logged keys, added in record order (a resumed run rebuilds them in
+    # the same order, so it logs the same means): a mean over the whole growing list after
+    # every replication cost O(n) each time, a quarter of a 20,000-replication setting's CPU.
+    sums = {k: _sequential_sum(records.get(k, [])) for k in log_keys}
 
     for rep in tqdm(
         range(start, n_replications),
@@ -67,14 +71,24 @@ def run_replications(
         disable=not progress,
     ):
         for key, values in one_replication(rep, rng).items():
-            records.setdefault(key, []).extend(float(v) for v in values)
+            added = [float(v) for v in values]
+            records.setdefault(key, []).extend(added)
+            if key in sums:
+                sums[key] = _sequential_sum(added, sums[key])
         if logger is not None:
-            running = {
-                f"{k}_so_far": float(np.mean(records[k])) for k in log_keys if records.get(k)
-            }
+            running = {f"{k}_so_far": sums[k] / len(records[k]) for k in log_keys if records.get(k)}
             logger.log({**tags, "step": rep + 1, **running})
         if (rep + 1) % checkpoint_every == 0 or rep + 1 == n_replications:
             checkpoint.save_checkpoint(
                 {"step": rep + 1, "records": records, "rng": rng.bit_generator.state}, path
             )
     return records
+
+
+def _sequential_sum(values: list[float], start: float = 0.0) -> float:
+    """``start + values[0] + values[1] + ...``, left to right (one rounding order, whether the
+    values arrive one replication at a time or all at once on resume)."""
+    total = start
+    for value in values:
+        total += value
+    return total

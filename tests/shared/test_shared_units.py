@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
@@ -25,6 +26,7 @@ from shared.claims import (
 from shared.config import CONFIG_DIR, _run_name, register_schema
 from shared.logger import MetricsLogger
 from shared.records import summarise
+from shared.replications import run_replications
 from shared.tables import verdict_table
 
 RESULTS = {
@@ -183,3 +185,43 @@ def test_run_folder_follows_only_the_keys_that_change_numbers(overrides, folder)
     assert "/" not in name
     if folder is not None:
         assert name == folder
+
+
+def test_replications_log_running_means_and_resume_to_the_same_log(tmp_path):
+    def one(rep, rng):
+        return {"x": rng.normal(size=3), "y": [float(rep)]}
+
+    def run(folder, n, resume_at=None):
+        logger = MetricsLogger(folder / "metrics.jsonl", enabled=True)
+        if resume_at is not None:  # an interrupted run: checkpoint at resume_at, then resume
+            run_replications(
+                one,
+                resume_at,
+                0,
+                folder,
+                checkpoint_every=resume_at,
+                logger=logger,
+                log_keys=("x", "y"),
+                progress=False,
+            )
+        return run_replications(
+            one,
+            n,
+            0,
+            folder,
+            checkpoint_every=4,
+            logger=logger,
+            log_keys=("x", "y"),
+            progress=False,
+        )
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    records = run(tmp_path / "a", 10)
+    run(tmp_path / "b", 10, resume_at=6)
+    log = [json.loads(line) for line in (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()]
+    assert log == [
+        json.loads(line) for line in (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()
+    ]
+    assert log[-1]["x_so_far"] == pytest.approx(float(np.mean(records["x"])), rel=1e-12)
+    assert log[-1]["y_so_far"] == 4.5 and len(log) == 10
