@@ -178,3 +178,14 @@ def test_case10_a_model_folder_without_a_model_is_named_before_any_work(tmp_path
         with pytest.raises(PreflightError, match=rf"model.path={folder} .*{reason}"):
             execute("em_llm", cfg, out)
         assert not out.exists()
+
+
+def test_case19_matryoshka_kv_labels_quote_the_ablation_rank_and_the_search_budget():
+    _, claims = paper_modules("matryoshka_kv")
+    overrides = ["projection.fixed_rank=4", "rank_search.budget=0.5"]
+    cfg = to_object(compose_dict("matryoshka_kv", "smoke", overrides))
+    labels = table_spec(claims, "smoke", cfg)[1]
+    assert labels["fixed_rank"] == "trained at rank 4 only (ablation)"
+    assert labels["matryoshka_searched"].endswith("at 50.0%")
+    default = to_object(compose_dict("matryoshka_kv", "toy"))
+    assert table_spec(claims, "toy", default)[1] == claims.LABELS  # the default's text

@@ -11,11 +11,21 @@ from shared.claims import Claim, MeanAtLeast, MeanBelow, MeanWithin, RatioAtMost
 
 SCALE = "toy"
 SEEDS = [0, 1, 2]
-# One seed costs ~50 CPU s, compute-bound (the teacher's 600 pre-training steps are ~60 % of it,
-# at the core's peak matmul rate), so three seeds (~150 CPU s, ~175 under CI's two-worker load)
-# leave no margin under the 180 CPU-second budget: CI gates the mean over seeds 0, 1 and
-# `scripts/reproduce.py` runs all three (results/toy.json).
-CI_SEEDS = [0, 1]
+# One seed costs ~70 CPU s on the Intel CI machines, compute-bound (the teacher's 600
+# pre-training steps are ~55 % of it at the core's peak matmul rate, the projection training
+# ~40 %; profiled 2026-12-06, no bit-identical saving found), so two seeds measured 141-156 CPU s
+# in CI (187 on a loaded machine), over the 120 aim and near the 180 ceiling. CI gates seed 0
+# and `scripts/reproduce.py` gates all three (results/toy.json) and the held-out three.
+CI_SEEDS = [0]
+# One seed measures the rank-8 ratio too noisily for its 0.8 bar: seed 0 alone is 0.802 (seeds
+# 1 and 2: 0.612, 0.549; the three-seed ratio 0.64, held-out 0.78). Its ranks 4 and 6 (0.699,
+# 0.590) and the full-rank check are gated on seed 0 in CI; the rank-8 claim is gated by
+# reproduce.py over three seeds, and CI shows seed 0's value without gating it (CI still
+# compares seed 0's numbers bit for bit).
+REPRODUCE_ONLY = {
+    "trained KL <= 0.8 x PCA's at rank 8 (budget 50.0%)": "a ratio of three-seed means (~140 "
+    "CPU-s for the two seeds CI ran before); one seed measures it too noisily (seed 0: 0.802)",
+}
 # Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
 HELDOUT_SEEDS = [1000 + i for i in range(len(SEEDS))]
 SEARCHED = "matryoshka_searched"  # trained projections at searched heterogeneous ranks
@@ -35,6 +45,15 @@ LABELS = {
     "fixed_rank": "trained at rank 8 only (ablation)",
     SEARCHED: "MatryoshkaKV, searched ranks at 37.5%",
 }
+
+
+def config_labels(cfg) -> dict[str, str]:
+    """The labels that quote a config value: the ablation's rank, the search's budget."""
+    return {
+        "fixed_rank": f"trained at rank {cfg.projection.fixed_rank} only (ablation)",
+        SEARCHED: f"MatryoshkaKV, searched ranks at {cfg.rank_search.budget:.1%}",
+    }
+
 
 CLAIMS = [
     *(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, TrainLoopConfig
+from shared.config import ExperimentConfig, TrainLoopConfig, require, require_at_least
 
 
 @dataclass
@@ -107,3 +107,29 @@ class Config(ExperimentConfig):
     rank_search: SearchConfig = field(default_factory=SearchConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     loop: TrainLoopConfig = field(default_factory=TrainLoopConfig)
+
+    def validate(self) -> None:
+        super().validate()
+        for section in ("pretrain", "projection"):
+            for key in ("steps", "batch_size"):
+                require_at_least(f"{section}.{key}", getattr(getattr(self, section), key), 1)
+        for key in ("n_sequences", "pca_sequences", "batch_size"):
+            require_at_least(f"eval.{key}", getattr(self.eval, key), 1)
+        budget = self.rank_search.budget
+        require(0 < budget <= 1, "rank_search.budget", budget, "must be in (0, 1]")
+        if self.scale in ("smoke", "toy"):  # the toy teacher; paper and real read a checkpoint
+            m = self.model
+            require(
+                m.hidden_size % m.num_attention_heads == 0,
+                "model.hidden_size",
+                m.hidden_size,
+                f"must be a multiple of model.num_attention_heads ({m.num_attention_heads})",
+            )
+            head_dim = m.hidden_size // m.num_attention_heads
+            valid = f"each rank must be in 1..{head_dim} (model.hidden_size / heads)"
+            ranks = self.eval.ranks
+            require(
+                bool(ranks) and all(1 <= r <= head_dim for r in ranks), "eval.ranks", ranks, valid
+            )
+            fixed = self.projection.fixed_rank
+            require(1 <= fixed <= head_dim, "projection.fixed_rank", fixed, valid)
