@@ -189,3 +189,9 @@ def test_case19_matryoshka_kv_labels_quote_the_ablation_rank_and_the_search_budg
     assert labels["matryoshka_searched"].endswith("at 50.0%")
     default = to_object(compose_dict("matryoshka_kv", "toy"))
     assert table_spec(claims, "toy", default)[1] == claims.LABELS  # the default's text
+
+
+def test_case15_lucidppn_image_folder_options_are_refused_with_the_toy_data():
+    # Was: data.augment=true accepted on the toy birds and silently ignored.
+    message = refused("lucidppn", ["data.augment=true"], "data.augment")
+    assert "data.name=toy_birds" in message

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, TrainLoopConfig
+from shared.config import (
+    ExperimentConfig,
+    TrainLoopConfig,
+    require,
+    require_at_least,
+    require_choice,
+    require_positive,
+)
 
 
 @dataclass
@@ -25,7 +32,7 @@ class DataConfig:
     # image_folder
     resize_to: int = 232  # resize before the crop (224 + zoom 8)
     crop_scale: list[float] = field(default_factory=lambda: [0.95, 1.0])  # RandomResizedCrop
-    augment: bool = True  # TrivialAugmentWide (geometric only) + flip + crop, shared with masks
+    augment: bool = False  # image_folder: TrivialAugmentWide (geometric) + flip + crop, masks too
     num_workers: int = 0  # DataLoader worker processes for image_folder
     max_train_images: int | None = None  # first N of the sorted training list; None: all
     max_test_images: int | None = None
@@ -89,3 +96,32 @@ class Config(ExperimentConfig):
     # CPU only: keep freed activation buffers in the process instead of returning them to the
     # OS after every step (glibc mallopt); the toy spent a third of its CPU time page-faulting
     keep_freed_memory: bool = False
+
+    def validate(self) -> None:
+        super().validate()
+        d, m = self.data, self.model
+        require_choice("data.name", d.name, ("toy_birds", "image_folder"))
+        require_choice("model.backbone", m.backbone, ("toy_cnn", "convnext"))
+        require_choice("model.resize", m.resize, ("area", "bilinear"))
+        for key in ("num_parts", "num_classes", "image_size", "n_train", "n_test"):
+            require_at_least(f"data.{key}", getattr(d, key), 1)
+        for key in ("batch_size", "epochs"):
+            require_at_least(f"optim.{key}", getattr(self.optim, key), 1)
+        require_at_least("optim.freeze_epochs", self.optim.freeze_epochs, 0)
+        require_positive("eval.batch_size", self.eval.batch_size)
+        if d.name == "toy_birds":  # case 15: the image-folder loader's options do nothing here
+            why = "only the image_folder loader reads it (the toy generator jitters its own images)"
+            require(
+                not d.augment,
+                "data.augment",
+                d.augment,
+                f"must be false with data.name=toy_birds: {why}",
+            )
+            for key in ("root", "max_train_images", "max_test_images"):
+                value = getattr(d, key)
+                require(
+                    value is None,
+                    f"data.{key}",
+                    value,
+                    f"must be null with data.name=toy_birds: {why}",
+                )
