@@ -13,11 +13,19 @@ SCALE = "toy"
 SEEDS = [0, 1, 2]
 # Each training is compute-bound (~12-25 CPU s: conv2d forward and backward are ~80 % of a
 # profile; the convolutions already run channels-last). Two seeds (six trainings) measured
-# 107-154 CPU s in CI, over the 120 CPU s ceiling, so CI trains the three methods on one seed
-# and `scripts/reproduce.py` runs all three seeds (results/toy.json, the verdicts). Every claim
-# and control holds on seed 1 alone in results/toy.json; seed 0 alone misses claim 2 (fused
-# 0.924 vs RGB 0.981: -0.057 < -0.05), which is why CI's seed is 1, not 0.
-CI_SEEDS = [1]
+# 107-154 CPU s in CI, over the 120 CPU s aim, so CI trains the three methods on seed 0 and
+# `scripts/reproduce.py` runs all three seeds (results/toy.json, the verdicts) and the
+# held-out three.
+CI_SEEDS = [0]
+# One seed measures claim 2's margin too noisily for its -0.05 bar: seed 0 alone is -0.057
+# (fused 0.924 vs RGB 0.981; the three-seed margin passes, results/toy.json). It is gated by
+# reproduce.py over three seeds and shown, not gated, in CI, which gates every other claim and
+# control on seed 0 (and compares seed 0's numbers bit for bit). CI's seed is not chosen by
+# which seed passes.
+REPRODUCE_ONLY = {
+    "2: fused accuracy >= RGB baseline - 0.05": "a margin of three-seed means (~130 CPU-s for "
+    "two seeds in CI); one seed measures it too noisily (seed 0: -0.057)",
+}
 # Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
 HELDOUT_SEEDS = [1000 + i for i in range(len(SEEDS))]
 METHODS = ["lucidppn", "rgb", "no_align"]
