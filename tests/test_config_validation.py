@@ -132,7 +132,9 @@ def test_case07_controlar_negative_training_steps_are_refused():
 
 
 def test_case09_horizon_methods_that_no_active_layout_runs_name_the_layout():
-    message = refused("horizon_generalization", ["active_layouts=[wall]", "methods=[mlp]"], "methods")
+    message = refused(
+        "horizon_generalization", ["active_layouts=[wall]", "methods=[mlp]"], "methods"
+    )
     assert "layouts.wall.methods" in message
 
 

@@ -37,7 +37,15 @@ def test_the_pin_holds_in_the_test_process():
 
 def _smoke_metrics(tmp_path, name: str, env: dict[str, str], *overrides: str) -> dict:
     out_root = tmp_path / name
-    args = ["-m", "papers.adamcb.train", "scale=smoke", "runtime.progress=false"]
+    # one method and seed of the smoke run: enough arithmetic for the kernels to show
+    args = [
+        "-m",
+        "papers.adamcb.train",
+        "scale=smoke",
+        "methods=[adamcb]",
+        "seeds=[0]",
+        "runtime.progress=false",
+    ]
     previous = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
