@@ -17,8 +17,15 @@ CI_SEEDS = [0]
 HELDOUT_SEEDS = [1000 + i for i in range(len(SEEDS))]
 BASES = ("base_pinch", "base_power", "base_wide", "base_hook")
 METHODS = ["resdex", "scratch", "single_residual", *BASES]
-# single + residual enters only a diagnostic; CI leaves it to scripts/reproduce.py.
-CI_METHODS = ["resdex", "scratch", *BASES]
+# single + residual enters only a diagnostic; CI leaves it to scripts/reproduce.py. PPO from
+# scratch too: seed 0 with it measured 166 and 170 CPU-s in two quiet CI runs on 2026-12-06
+# (192 in the CI of an earlier commit), within 10 % of the 180 ceiling after the same-numbers
+# speedups (67a4bac); each of the six PPO runs is ~1/6 of it, compute-bound in the paper's
+# 128 x 128 ELU MLPs. So CI trains the four experts and ResDex on seed 0 (gating claims 2a, 3a,
+# 3b and comparing their numbers bit for bit), and the claims and controls that need the
+# scratch run are gated by reproduce.py on claim and held-out seeds (REPRODUCE_ONLY below).
+CI_METHODS = ["resdex", *BASES]
+_NEEDS_SCRATCH = "needs the PPO-from-scratch run, which CI leaves out (~28 CPU-s; CI_METHODS)"
 # Claim 2b is a mean over seeds 0-2 (-0.018; held-out 1000-1002: -0.005), and one seed's gap
 # is noisier than that mean: seed 0 alone is the worst of the six seeds, -0.054 under the
 # pinned Intel float path (-0.020 on AMD's), with seeds 1 and 2 at -0.001 and 0.000. Gating the
@@ -27,6 +34,8 @@ CI_METHODS = ["resdex", "scratch", *BASES]
 REPRODUCE_ONLY = {
     "2b: no generalisation gap: ResDex unseen >= train - 0.05 at iteration 40": "a mean over "
     "three seeds (~360 CPU-s in CI); one seed's gap is noisier than the claim (seed 0: -0.054)",
+    "1: efficiency: ResDex train success at iteration 20 >= scratch + 0.30": _NEEDS_SCRATCH,
+    "4: scratch overfits more: gap(scratch) >= gap(ResDex) + 0.05 at iteration 40": _NEEDS_SCRATCH,
 }
 PRIMARY = ("resdex", "unseen_it40")
 PLOT = "resdex.png"  # learning curves + mixture-weight heat map, saved as results/toy.png
