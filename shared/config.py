@@ -17,7 +17,8 @@ from __future__ import annotations
 import hashlib
 import importlib
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -86,22 +87,145 @@ def require_choices(key: str, values: list, choices: Any, allow_empty: bool = Fa
     require(len(set(values)) == len(values), key, values, "lists an entry twice")
 
 
+# ---- declared bounds: a field's valid range, stated beside its default --------------------------
+BOUNDS_METADATA = "bounds"  # the key of a dataclass field's metadata that holds its Bounds
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What a schema field accepts beyond its type, in pydantic's terms: ``ge``/``gt``/``le``/
+    ``lt`` against a number, ``le_key``/``lt_key`` against another key's value (a count, or the
+    length of a list it indexes; skipped while that key is None), ``choices`` a set of names.
+    A list (or dict) field's bounds hold for every entry. ``free`` says why a number takes any
+    value (a bias, an offset); every other number declares a bound (tests/test_config_bounds.py
+    checks that each one does and generates the values each bound refuses)."""
+
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+    le_key: str | None = None
+    lt_key: str | None = None
+    choices: tuple[str, ...] | None = None
+    free: str | None = None
+
+    def __post_init__(self) -> None:
+        stated = [self.ge, self.gt, self.le, self.lt, self.le_key, self.lt_key, self.choices]
+        if all(bound is None for bound in stated) and not self.free:
+            raise TypeError("checked(): state a bound, choices, or why the value is free")
+
+    def check(self, key: str, value: Any, root: Any) -> None:
+        """Raise :class:`ConfigError` naming ``key`` unless every entry of ``value`` holds."""
+        entries = list(_leaves(value))
+        if self.choices is not None:
+            if isinstance(value, list):
+                require_choices(key, value, self.choices, allow_empty=True)
+            else:
+                require_choice(key, value, self.choices)
+        every = "every entry " if isinstance(value, list | dict) else ""
+        for limit, holds, relation in (
+            (self.ge, lambda v, x: v >= x, ">="),
+            (self.gt, lambda v, x: v > x, ">"),
+            (self.le, lambda v, x: v <= x, "<="),
+            (self.lt, lambda v, x: v < x, "<"),
+        ):
+            if limit is not None:
+                bad = [v for v in entries if not holds(v, limit)]
+                require(not bad, key, value, f"{every}must be {relation} {limit:g}")
+        for other, holds, relation in (
+            (self.le_key, lambda v, x: v <= x, "<="),
+            (self.lt_key, lambda v, x: v < x, "<"),
+        ):
+            limit = None if other is None else lookup(root, other)
+            if limit is not None:
+                bad = [v for v in entries if not holds(v, limit)]
+                require(not bad, key, value, f"{every}must be {relation} {other} ({limit})")
+
+
+def _leaves(value: Any) -> Iterator[Any]:
+    """The scalars of a value: itself, or the entries of a (nested) list or dict."""
+    if isinstance(value, list | tuple):
+        for entry in value:
+            yield from _leaves(entry)
+    elif isinstance(value, dict):
+        for entry in value.values():
+            yield from _leaves(entry)
+    elif value is not None:
+        yield value
+
+
+def lookup(root: Any, key: str) -> Any:
+    """The value of dotted ``key`` in a config object; a list stands for its length."""
+    node = root
+    for part in key.split("."):
+        node = (
+            node[int(part)]
+            if isinstance(node, list)
+            else (node[part] if isinstance(node, dict) else getattr(node, part))
+        )
+    return len(node) if isinstance(node, list) else node
+
+
+def checked(default: Any = None, *, factory: Callable[[], Any] | None = None, **bounds: Any) -> Any:
+    """A schema field with its :class:`Bounds`: ``epochs: int = checked(10, ge=1)``,
+    ``hidden: list[int] = checked(factory=lambda: [64], ge=1)``. The bounds are checked when
+    the composed config becomes its dataclass (:func:`check_bounds`), before any work."""
+    if "choices" in bounds:
+        bounds["choices"] = tuple(bounds["choices"])
+    metadata = {BOUNDS_METADATA: Bounds(**bounds)}
+    if factory is not None:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def bounded_fields(node: Any, prefix: str = "") -> Iterator[tuple[str, Any, Bounds | None, Any]]:
+    """``(key, field, bounds or None, value)`` for every leaf field of a config object, nested
+    sections, dicts of sections and lists of sections included (``settings.easy.n``,
+    ``datasets.0.n``)."""
+    for spec in fields(node):
+        value = getattr(node, spec.name)
+        key = f"{prefix}{spec.name}"
+        sections = (
+            value.items()
+            if isinstance(value, dict)
+            else enumerate(value)
+            if isinstance(value, list)
+            else ()
+        )
+        sections = [(str(k), v) for k, v in sections if is_dataclass(v)]
+        if is_dataclass(value):
+            yield from bounded_fields(value, f"{key}.")
+        elif sections:
+            for name, section in sections:
+                yield from bounded_fields(section, f"{key}.{name}.")
+        else:
+            yield key, spec, spec.metadata.get(BOUNDS_METADATA), value
+
+
+def check_bounds(root: Any) -> None:
+    """Check every declared :class:`Bounds` of a config object (None values are unset)."""
+    for key, _, bounds, value in bounded_fields(root):
+        if bounds is not None and value is not None:
+            bounds.check(key, value, root)
+
+
 @dataclass
 class RuntimeConfig:
     """Where and how a run executes (selected by ``runtime=cpu|gpu``)."""
 
-    device: str = "cpu"  # cpu | cuda | auto (auto: cuda when available)
-    num_threads: int = 1  # torch intra-op threads (toy models: one is as fast, contention-proof)
-    mixed_precision: str = "no"  # no | fp16 | bf16 (passed to accelerate)
+    device: str = checked("cpu", choices=("cpu", "cuda", "auto"))  # auto: cuda when available
+    # torch intra-op threads (toy models: one is as fast, and contention-proof)
+    num_threads: int = checked(1, ge=1)
+    mixed_precision: str = checked("no", choices=("no", "fp16", "bf16"))  # passed to accelerate
     progress: bool = True  # tqdm progress bars
     # pinned: one floating-point code path on every AVX2 machine (shared/floatpath.py), so a
     # seed gives the committed numbers anywhere; native: each library picks its kernels for
     # this CPU (faster on AVX-512 machines; the numbers are then this machine's own).
-    float_path: str = "pinned"
+    float_path: str = checked("pinned", choices=("pinned", "native"))
     # (method, seed) runs at once, each in its own forked process with num_threads threads
     # (shared/experiment.py): 2 uses both cores of a 2-core machine; the numbers are unchanged.
     # CPU only; the claim checks force 1 so that their CPU budget measures one process.
-    workers: int = 1
+    workers: int = checked(1, ge=1)
 
 
 @dataclass
@@ -109,28 +233,19 @@ class TrainLoopConfig:
     """Knobs of :func:`shared.loop.fit`, the shared minibatch loop, for a paper that evaluates
     after training rather than inside the loop (no ``eval_every``: a key no code reads)."""
 
-    checkpoint_every: int = 100  # steps between checkpoints (the last step always saves)
-    log_every: int = 10  # steps between metrics.jsonl records of the training loss
-    console_every_s: float = 5.0  # at most one console line per this many seconds
-    grad_clip: float | None = None  # max global grad norm; None disables clipping
-
-    def validate(self, prefix: str = "loop") -> None:
-        for name in ("checkpoint_every", "log_every"):
-            require_at_least(f"{prefix}.{name}", getattr(self, name), 1)
-        require_at_least(f"{prefix}.console_every_s", self.console_every_s, 0)
-        if self.grad_clip is not None:
-            require_positive(f"{prefix}.grad_clip", self.grad_clip)
+    # steps between checkpoints (the last step always saves)
+    checkpoint_every: int = checked(100, ge=1)
+    log_every: int = checked(10, ge=1)  # steps between metrics.jsonl records of the training loss
+    console_every_s: float = checked(5.0, ge=0)  # at most one console line per this many seconds
+    grad_clip: float | None = checked(None, gt=0)  # max global grad norm; None disables clipping
 
 
 @dataclass
 class LoopConfig(TrainLoopConfig):
     """:class:`TrainLoopConfig` for a paper that evaluates inside the loop (``fit(evaluate=)``)."""
 
-    eval_every: int = 100  # steps between evaluations (the last step is always evaluated)
-
-    def validate(self, prefix: str = "loop") -> None:
-        super().validate(prefix)
-        require_at_least(f"{prefix}.eval_every", self.eval_every, 1)
+    # steps between evaluations (the last step is always evaluated)
+    eval_every: int = checked(100, ge=1)
 
 
 @dataclass
@@ -140,7 +255,7 @@ class ExperimentConfig:
     paper: str = MISSING  # the slug, set by configs/paper/<slug>.yaml
     scale: str = MISSING  # smoke | toy | paper | real, set by configs/scale/<scale>.yaml
     methods: list[str] = field(default_factory=list)  # methods run and compared
-    seeds: list[int] = field(default_factory=lambda: [0])  # one run per (method, seed)
+    seeds: list[int] = checked(factory=lambda: [0], ge=0)  # one run per (method, seed)
     out_root: str = "outputs"  # run folders: <out_root>/<paper>/<scale>/<run name>
     resume: bool = True  # continue finished/checkpointed (method, seed) runs in the run folder
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
@@ -152,9 +267,12 @@ class ExperimentConfig:
 
     def validate(self) -> None:
         """The constraints types cannot state, each failing with :class:`ConfigError` naming
-        its key. A paper's ``Config`` extends this (calling ``super().validate()``) with its
-        own: signs and ranges, a count against what it indexes, an interval against the
-        steps, a name against the known set."""
+        its key: first every field's declared :class:`Bounds` (signs and ranges, a count
+        against what it indexes, a name against the known set), then what a paper's ``Config``
+        adds by extending this (calling ``super().validate()``): the constraints between keys
+        that one bound cannot state (an interval that must divide the steps, a layout's
+        methods against the chosen methods)."""
+        check_bounds(self)
         require(bool(self.methods), "methods", self.methods, "name at least one method")
         require(
             len(set(self.methods)) == len(self.methods),
@@ -164,15 +282,6 @@ class ExperimentConfig:
         )
         require(bool(self.seeds), "seeds", self.seeds, "name at least one seed")
         require(len(set(self.seeds)) == len(self.seeds), "seeds", self.seeds, "lists a seed twice")
-        require_at_least("runtime.workers", self.runtime.workers, 1)
-        require_at_least("runtime.num_threads", self.runtime.num_threads, 1)
-        require_choice("runtime.device", self.runtime.device, ("cpu", "cuda", "auto"))
-        require_choice(
-            "runtime.mixed_precision", self.runtime.mixed_precision, ("no", "fp16", "bf16")
-        )
-        loop = getattr(self, "loop", None)
-        if isinstance(loop, TrainLoopConfig):
-            loop.validate()
 
 
 def _run_name(override_dirname: str) -> str:

@@ -11,11 +11,8 @@ from dataclasses import dataclass, field
 from shared.config import (
     ExperimentConfig,
     LoopConfig,
+    checked,
     require,
-    require_at_least,
-    require_at_most,
-    require_choice,
-    require_positive,
 )
 
 DATA_NAMES = ("digits", "mnist", "fashion_mnist", "cifar10")
@@ -37,47 +34,57 @@ def check_eval_interval(eval_every: int, steps_per_epoch: int, how: str) -> None
 
 @dataclass
 class DataConfig:
-    name: str = (
-        "digits"  # digits (toy, bundled with scikit-learn) | mnist | fashion_mnist | cifar10
-    )
+    # digits (toy, bundled with scikit-learn) | mnist | fashion_mnist | cifar10
+    name: str = checked("digits", choices=DATA_NAMES)
     # where mnist / fashion_mnist / cifar10 come from: folder (data.root, torchvision's layout)
     # | asset (the pinned package asset of shared/assets.py, the real rung; fashion_mnist only)
-    source: str = "folder"
+    source: str = checked("folder", choices=DATA_SOURCES)
     root: str | None = None  # local folder of the paper-scale data set; never downloaded
-    n_train: int | None = None  # first n of a seeded permutation of the training set; None: all
-    subset_seed: int = 0  # seed of that permutation (fixed across training seeds)
-    n_eval_train: int | None = None  # train loss on the first N training examples; None: all
-    n_eval_test: int | None = None  # test loss on N fixed random test examples; None: all
-    mean: list[float] = field(default_factory=lambda: [0.0])  # per-channel normalisation
-    std: list[float] = field(default_factory=lambda: [1.0])
+    n_train: int | None = checked(
+        None, ge=1
+    )  # first n of a seeded permutation of the training set; None: all
+    subset_seed: int = checked(0, ge=0)  # seed of that permutation (fixed across training seeds)
+    n_eval_train: int | None = checked(
+        None, ge=1
+    )  # train loss on the first N training examples; None: all
+    n_eval_test: int | None = checked(
+        None, ge=1
+    )  # test loss on N fixed random test examples; None: all
+    # per-channel normalisation: (x - mean) / std
+    mean: list[float] = checked(factory=lambda: [0.0], free="a channel mean may be any real")
+    std: list[float] = checked(factory=lambda: [1.0], gt=0)
 
 
 @dataclass
 class ModelConfig:
-    name: str = "mlp"  # mlp | convnet (the paper's CNN and VGG are convnets)
-    hidden: list[int] = field(default_factory=lambda: [64])  # MLP hidden widths
-    conv_blocks: list[list[int]] = field(default_factory=list)  # convnet: channels per block
-    first_kernel: int = 3  # convnet: kernel of the first conv (5 in the paper's CNN)
-    fc_hidden: list[int] = field(default_factory=list)  # convnet: widths of the FC head
+    name: str = checked("mlp", choices=MODEL_NAMES)  # (the paper's CNN and VGG are convnets)
+    hidden: list[int] = checked(factory=lambda: [64], ge=1)  # MLP hidden widths
+    conv_blocks: list[list[int]] = checked(factory=list, ge=1)  # convnet: channels per block
+    first_kernel: int = checked(3, ge=1)  # convnet: kernel of the first conv (5 in the paper's CNN)
+    fc_hidden: list[int] = checked(factory=list, ge=1)  # convnet: widths of the FC head
 
 
 @dataclass
 class OptimConfig:
-    lr: float = 1e-3  # alpha; the step size used at step t is alpha / sqrt(t)
-    beta1: float = 0.9
-    beta2: float = 0.999
-    eps: float = 1e-8
-    lam: float = 1.0 - 1e-8  # beta1 decay: beta1_t = beta1 * lam^(t-1)
+    lr: float = checked(1e-3, gt=0)  # alpha; the step size used at step t is alpha / sqrt(t)
+    beta1: float = checked(0.9, ge=0, lt=1)
+    beta2: float = checked(0.999, ge=0, lt=1)
+    eps: float = checked(1e-8, gt=0)
+    lam: float = checked(1.0 - 1e-8, gt=0, le=1)  # beta1 decay: beta1_t = beta1 * lam^(t-1)
 
 
 @dataclass
 class SamplerConfig:
-    batch_size: int = 128  # K
-    gamma: float = 0.4  # exploration of the bandit samplers
-    alpha_p: float | None = None  # sampler step size; None: (gamma / n)^3 as in the official code
-    adambs_alpha_p: float = 1e-16  # original AdamBS step size (official code)
-    adambs_exp_clip: float = 100.0  # original AdamBS clips the exponent to +-this
-    per_sample_chunk: int | None = None  # examples per vmap chunk of conv layers; None: all
+    batch_size: int = checked(128, ge=1, le_key="data.n_train")  # K
+    gamma: float = checked(0.4, gt=0, le=1)  # exploration of the bandit samplers
+    alpha_p: float | None = checked(
+        None, gt=0
+    )  # sampler step size; None: (gamma / n)^3 as in the official code
+    adambs_alpha_p: float = checked(1e-16, gt=0)  # original AdamBS step size (official code)
+    adambs_exp_clip: float = checked(100.0, gt=0)  # original AdamBS clips the exponent to +-this
+    per_sample_chunk: int | None = checked(
+        None, ge=1
+    )  # examples per vmap chunk of conv layers; None: all
 
 
 @dataclass
@@ -85,7 +92,7 @@ class Config(ExperimentConfig):
     methods: list[str] = field(
         default_factory=lambda: ["adam", "adambs_corrected", "adamcb", "adamx_uniform_wor"]
     )
-    epochs: int = 10  # iterations = epochs * (n // K)
+    epochs: int = checked(10, ge=1)  # iterations = epochs * (n // K)
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
@@ -94,24 +101,7 @@ class Config(ExperimentConfig):
 
     def validate(self) -> None:
         super().validate()
-        require_at_least("epochs", self.epochs, 1)
-        require_choice("data.name", self.data.name, DATA_NAMES)
-        require_choice("data.source", self.data.source, DATA_SOURCES)
-        require_choice("model.name", self.model.name, MODEL_NAMES)
-        require_at_least("sampler.batch_size", self.sampler.batch_size, 1)
-        require(
-            0 < self.sampler.gamma <= 1, "sampler.gamma", self.sampler.gamma, "must be in (0, 1]"
-        )
-        require_positive("optim.lr", self.optim.lr)
-        for key in ("n_train", "n_eval_train", "n_eval_test"):
-            value = getattr(self.data, key)
-            if value is not None:
-                require_at_least(f"data.{key}", value, 1)
         if self.data.n_train is not None:  # else the data set's size decides (train.run)
-            n_train = f"data.n_train ({self.data.n_train})"
-            require_at_most(
-                "sampler.batch_size", self.sampler.batch_size, self.data.n_train, n_train
-            )
             check_eval_interval(
                 self.loop.eval_every,
                 self.data.n_train // self.sampler.batch_size,
