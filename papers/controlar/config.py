@@ -9,13 +9,34 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import (
-    ExperimentConfig,
-    LoopConfig,
-    require,
-    require_at_least,
-    require_at_most,
-    require_positive,
+from shared.config import ExperimentConfig, LoopConfig, checked, require
+
+# transformers' ACT2FN names (model.activation is passed to GPT2Config as activation_function)
+ACTIVATIONS = (
+    "gelu",
+    "gelu_10",
+    "gelu_accurate",
+    "gelu_fast",
+    "gelu_new",
+    "gelu_python",
+    "gelu_python_tanh",
+    "gelu_pytorch_tanh",
+    "hardswish",
+    "laplace",
+    "leaky_relu",
+    "linear",
+    "mish",
+    "prelu",
+    "quick_gelu",
+    "relu",
+    "relu2",
+    "relu6",
+    "sigmoid",
+    "silu",
+    "sqrtsoftplus",
+    "swish",
+    "tanh",
+    "xielu",
 )
 
 
@@ -24,41 +45,45 @@ class DataConfig:
     """Toy: synthetic rectangles and their edge maps. Paper: a local folder (``root``)."""
 
     root: str | None = None  # paper: codes/*.npy, controls/*.npy, labels.npy (see data.py)
-    n_train: int = 3000
-    n_test: int = 32  # test control maps, from generator seed test_seed_offset + seed
-    test_seed_offset: int = 10_000
-    image_size: int = 32
-    edge_threshold: float = 0.3  # L1 colour difference that makes an edge pixel
+    n_train: int = checked(3000, ge=1)
+    # test control maps, from generator seed test_seed_offset + seed
+    n_test: int = checked(32, ge=1)
+    test_seed_offset: int = checked(10_000, ge=0)
+    image_size: int = checked(32, ge=1)
+    edge_threshold: float = checked(0.3, ge=0)  # L1 colour difference that makes an edge pixel
 
 
 @dataclass
 class TokenizerConfig:
     """Toy: k-means "tiny VQ" over patch x patch patches (brief Sec. 5)."""
 
-    patch: int = 4  # down-sample factor f
-    n_codes: int = 128  # K
-    fit_images: int = 800  # k-means on the patches of the first training images
-    iterations: int = 15  # Lloyd iterations
+    patch: int = checked(4, ge=1)  # down-sample factor f
+    n_codes: int = checked(128, ge=1)  # K
+    # k-means on the patches of the first training images
+    fit_images: int = checked(800, ge=1, le_key="data.n_train")
+    iterations: int = checked(15, ge=1)  # Lloyd iterations
 
 
 @dataclass
 class ModelConfig:
     """Toy GPT-2 decoder and local control encoder (brief Sec. 5)."""
 
-    image_size: int = 32
-    patch: int = 4
-    vocab_size: int = 128
-    dim: int = 96
-    n_layers: int = 3  # L; injection before every floor(L / 3)-th block
-    n_heads: int = 4
-    mlp_ratio: int = 4
-    dropout: float = 0.0
-    encoder_channels: list[int] = field(default_factory=lambda: [32, 64])
-    encoder_dim: int = 96  # control features before the projection MLPs
+    image_size: int = checked(32, ge=1)
+    patch: int = checked(4, ge=1)
+    vocab_size: int = checked(128, ge=1)
+    dim: int = checked(96, ge=1)
+    # L; injection before every floor(L / 3)-th block (cond needs L >= 3: validate)
+    n_layers: int = checked(3, ge=1)
+    n_heads: int = checked(4, ge=1)
+    mlp_ratio: int = checked(4, ge=1)
+    dropout: float = checked(0.0, ge=0, lt=1)
+    # (c1, c2) of the local control encoder's two convolutions
+    encoder_channels: list[int] = checked(factory=lambda: [32, 64], ge=1)
+    encoder_dim: int = checked(96, ge=1)  # control features before the projection MLPs
     # the GPT-2 MLP's activation, a transformers ACT2FN name. The brief's toy asks for a "GELU
     # MLP": exact GELU ("gelu"); GPT-2's tanh approximation ("gelu_new" / "gelu_pytorch_tanh")
     # is the same curve within 1e-3 but costs ~2.5x per element on CPU (AVX2 tanh)
-    activation: str = "gelu"
+    activation: str = checked("gelu", choices=ACTIVATIONS)
 
 
 @dataclass
@@ -69,50 +94,53 @@ class PaperModelConfig:
     gpt_checkpoint: str | None = None  # LlamaGen c2i GPT-B/L weights (.pt or .safetensors)
     vq_checkpoint: str | None = None  # LlamaGen VQ-16 weights
     control_encoder: str | None = None  # local ViT-small / DINOv2 folder (AutoModel)
-    dim: int = 1024  # GPT-L
-    n_layers: int = 24
-    n_heads: int = 16
-    vocab_size: int = 16384
-    num_classes: int = 1000
-    cls_token_num: int = 1
-    image_size: int = 256
-    downsample: int = 16
-    code_dim: int = 8
-    rope_base: float = 10000.0
-    token_dropout: float = 0.1
-    resid_dropout: float = 0.1
-    ffn_dropout: float = 0.1
-    vq_channels: int = 128
-    vq_channel_mult: list[int] = field(default_factory=lambda: [1, 1, 2, 2, 4])
-    vq_z_channels: int = 256
-    vq_res_blocks: int = 2
-    canny_low: int = 100  # cv2.Canny thresholds of the evaluation (condition/canny.py)
-    canny_high: int = 200
+    dim: int = checked(1024, ge=1)  # GPT-L
+    n_layers: int = checked(24, ge=1)  # cond needs >= 3 (validate)
+    n_heads: int = checked(16, ge=1)
+    vocab_size: int = checked(16384, ge=1)
+    num_classes: int = checked(1000, ge=1)
+    cls_token_num: int = checked(1, ge=1)  # the prefix: its last position predicts x_1
+    image_size: int = checked(256, ge=1)
+    downsample: int = checked(16, ge=1)
+    code_dim: int = checked(8, ge=1)
+    rope_base: float = checked(10000.0, gt=0)
+    token_dropout: float = checked(0.1, ge=0, lt=1)
+    resid_dropout: float = checked(0.1, ge=0, lt=1)
+    ffn_dropout: float = checked(0.1, ge=0, lt=1)
+    vq_channels: int = checked(128, ge=1)
+    vq_channel_mult: list[int] = checked(factory=lambda: [1, 1, 2, 2, 4], ge=1)
+    vq_z_channels: int = checked(256, ge=1)
+    vq_res_blocks: int = checked(2, ge=0)  # the decoder builds vq_res_blocks + 1 per level
+    # cv2.Canny thresholds of the evaluation (condition/canny.py)
+    canny_low: int = checked(100, ge=0)
+    canny_high: int = checked(200, ge=0)
 
 
 @dataclass
 class TrainConfig:
     """Optimiser and budget (AdamW; the grad clip is ``loop.grad_clip``)."""
 
-    steps: int = 300
-    batch_size: int = 32
-    lr: float = 1e-3
-    weight_decay: float = 0.05
-    betas: list[float] = field(default_factory=lambda: [0.9, 0.95])
-    condition_dropout: float = 0.0  # joint class/control dropping for CFG (paper: 0.1)
-    init_std: float | None = None  # N(0, std) for every Linear/Embedding (paper: 0.02)
+    steps: int = checked(300, ge=1)
+    batch_size: int = checked(32, ge=1)
+    lr: float = checked(1e-3, gt=0)
+    weight_decay: float = checked(0.05, ge=0)
+    betas: list[float] = checked(factory=lambda: [0.9, 0.95], ge=0, lt=1)  # AdamW (beta1, beta2)
+    # joint class/control dropping for CFG (paper: 0.1); method.joint_drop_mask needs [0, 1)
+    condition_dropout: float = checked(0.0, ge=0, lt=1)
+    # N(0, std) for every Linear/Embedding (paper: 0.02); None: the libraries' own inits
+    init_std: float | None = checked(None, gt=0)
 
 
 @dataclass
 class SamplingConfig:
     """Sec. 3.3: temperature, top-k, top-p and the CFG scale (1.0: no guidance)."""
 
-    temperature: float = 1.0
-    top_k: int | None = None
-    top_p: float = 1.0
-    cfg_scale: float = 1.0
-    edge_tolerance: int = 1  # px, edge F1
-    n_show: int = 4  # test controls drawn in the figure
+    temperature: float = checked(1.0, gt=0)
+    top_k: int | None = checked(None, ge=1)  # None (or >= the vocabulary): no top-k filtering
+    top_p: float = checked(1.0, gt=0, le=1)
+    cfg_scale: float = checked(1.0, ge=0)  # 0: the unconditional branch alone
+    edge_tolerance: int = checked(1, ge=0)  # px, edge F1 (0: pixel-exact)
+    n_show: int = checked(4, ge=1, le_key="data.n_test")  # test controls drawn in the figure
 
 
 @dataclass
@@ -121,16 +149,16 @@ class TimingConfig:
     sampling time per image. Off in the smoke run: wall-clock numbers differ between runs."""
 
     enabled: bool = True
-    warmup_steps: int = 5
-    rounds: int = 30
-    sample_rounds: int = 5  # interleaved rounds of sampling every test control
+    warmup_steps: int = checked(5, ge=0)
+    rounds: int = checked(30, ge=1)
+    sample_rounds: int = checked(5, ge=1)  # interleaved rounds of sampling every test control
 
 
 @dataclass
 class Config(ExperimentConfig):
     # cond (ControlAR conditional decoding) | prefill (controls as a prefix) | none
     methods: list[str] = field(default_factory=lambda: ["cond", "prefill", "none"])
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    seeds: list[int] = checked(factory=lambda: [0, 1, 2], ge=0)
     data: DataConfig = field(default_factory=DataConfig)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -142,22 +170,38 @@ class Config(ExperimentConfig):
 
     def validate(self) -> None:
         super().validate()
-        for key in ("n_train", "n_test", "image_size"):
-            require_at_least(f"data.{key}", getattr(self.data, key), 1)
-        for key in ("steps", "batch_size"):  # case 7: steps=-1 left no samples to read
-            require_at_least(f"train.{key}", getattr(self.train, key), 1)
-        require_positive("train.lr", self.train.lr)
-        for key in ("patch", "n_codes", "fit_images", "iterations"):
-            require_at_least(f"tokenizer.{key}", getattr(self.tokenizer, key), 1)
-        s = self.sampling
-        require_at_least("sampling.n_show", s.n_show, 1)  # case 3: the figure indexes the test set
-        require_at_most(
-            "sampling.n_show", s.n_show, self.data.n_test, f"data.n_test ({self.data.n_test})"
+        paper = self.scale == "paper"  # train.run: the LlamaGen path, else the toy path
+        layers = "paper_model.n_layers" if paper else "model.n_layers"
+        n_layers = self.paper_model.n_layers if paper else self.model.n_layers
+        if "cond" in self.methods:  # method.injection_layers: every floor(L / 3)-th block
+            require(n_layers >= 3, layers, n_layers, "must be >= 3 for the cond method")
+        require(len(self.train.betas) == 2, "train.betas", self.train.betas, "give (beta1, beta2)")
+        if paper:
+            return
+        # the toy path (train.prepare_toy, model.ToyControlAR): keys that must agree
+        m, t = self.model, self.tokenizer
+        channels = m.encoder_channels
+        require(len(channels) == 2, "model.encoder_channels", channels, "give (c1, c2)")
+        require(
+            m.image_size == self.data.image_size,
+            "model.image_size",
+            m.image_size,
+            f"must equal data.image_size ({self.data.image_size})",
         )
-        require_positive("sampling.temperature", s.temperature)
-        require(0 < s.top_p <= 1, "sampling.top_p", s.top_p, "must be in (0, 1]")
-        if s.top_k is not None:
-            require_at_least("sampling.top_k", s.top_k, 1)
-        require_at_least("timing.rounds", self.timing.rounds, 1)
-        require_at_least("timing.sample_rounds", self.timing.sample_rounds, 1)
-        require_at_least("timing.warmup_steps", self.timing.warmup_steps, 0)
+        require(
+            m.patch == t.patch, "model.patch", m.patch, f"must equal tokenizer.patch ({t.patch})"
+        )
+        require(
+            m.image_size % m.patch == 0,
+            "model.image_size",
+            m.image_size,
+            f"must be a multiple of model.patch ({m.patch})",
+        )
+        require(
+            m.vocab_size == t.n_codes,
+            "model.vocab_size",
+            m.vocab_size,
+            f"must equal tokenizer.n_codes ({t.n_codes})",
+        )
+        heads = f"must be a multiple of model.n_heads ({m.n_heads})"
+        require(m.dim % m.n_heads == 0, "model.dim", m.dim, heads)

@@ -8,80 +8,98 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import (
-    ExperimentConfig,
-    TrainLoopConfig,
-    require,
-    require_at_least,
-    require_choice,
-    require_positive,
-)
+from shared.config import ExperimentConfig, TrainLoopConfig, checked, require, require_at_most
+
+DATA_NAMES = ("toy_birds", "image_folder")  # as train.DATA_NAMES
+BACKBONES = ("toy_cnn", "convnext")  # as train.BACKBONES
+RESIZE_MODES = ("area", "bilinear")  # method.downscale
+# the methods whose model is LucidPPN (train.METHODS' "lucid" architecture): its ShapeTexNet
+# sees the luma replicated to model.gray_channels
+LUCID_METHODS = ("lucidppn", "no_align")
 
 
 @dataclass
 class DataConfig:
-    name: str = "toy_birds"  # toy_birds (generated) | image_folder (local paper-scale tree)
+    # toy_birds (generated) | image_folder (local paper-scale tree)
+    name: str = checked("toy_birds", choices=DATA_NAMES)
     root: str | None = None  # image_folder: <root>/{train,test}/<class>/<image>; never downloaded
-    num_parts: int = 3  # K (toy: head, body, tail; paper: 2/3/4/8/12 per data set)
-    num_classes: int = 8  # M (CUB 200, Cars 196, Dogs 120, Flowers 102)
-    image_size: int = 32  # input side (toy 32; paper 224)
+    num_parts: int = checked(3, ge=1)  # K (toy: head, body, tail; paper: 2/3/4/8/12 per data set)
+    num_classes: int = checked(8, ge=1)  # M (CUB 200, Cars 196, Dogs 120, Flowers 102)
+    image_size: int = checked(32, ge=1)  # input side (toy 32; paper 224)
     # toy_birds
-    n_train: int = 2000
-    n_test: int = 1000
-    test_seed_offset: int = 999  # test images from seed test_seed_offset + run seed
+    n_train: int = checked(2000, ge=1)
+    n_test: int = checked(1000, ge=1)
+    test_seed_offset: int = checked(999, ge=0)  # test images from seed test_seed_offset + run seed
     # image_folder
-    resize_to: int = 232  # resize before the crop (224 + zoom 8)
-    crop_scale: list[float] = field(default_factory=lambda: [0.95, 1.0])  # RandomResizedCrop
+    resize_to: int = checked(232, ge=1)  # resize before the crop (224 + zoom 8)
+    # RandomResizedCrop: (min, max) area fraction of the resized image
+    crop_scale: list[float] = checked(factory=lambda: [0.95, 1.0], gt=0, le=1)
     augment: bool = False  # image_folder: TrivialAugmentWide (geometric) + flip + crop, masks too
-    num_workers: int = 0  # DataLoader worker processes for image_folder
-    max_train_images: int | None = None  # first N of the sorted training list; None: all
-    max_test_images: int | None = None
+    num_workers: int = checked(0, ge=0)  # DataLoader worker processes for image_folder
+    # first N of the sorted training list; None: all
+    max_train_images: int | None = checked(None, ge=1)
+    max_test_images: int | None = checked(None, ge=1)
 
 
 @dataclass
 class ModelConfig:
-    backbone: str = "toy_cnn"  # toy_cnn | convnext (transformers' ConvNextModel, local folder)
-    toy_channels: list[int] = field(default_factory=lambda: [32, 48, 64, 64])
-    toy_strides: list[int] = field(default_factory=lambda: [1, 2, 2, 1])
+    # toy_cnn | convnext (transformers' ConvNextModel, local folder)
+    backbone: str = checked("toy_cnn", choices=BACKBONES)
+    toy_channels: list[int] = checked(factory=lambda: [32, 48, 64, 64], ge=1)
+    toy_strides: list[int] = checked(factory=lambda: [1, 2, 2, 1], ge=1)
     convnext_path: str | None = None  # folder for ConvNextModel.from_pretrained (local only)
-    stride_reduction_min_channels: int = 100  # 100: 26 x 26 maps at 224^2; 300: 13 x 13
-    color_widths: list[int] = field(default_factory=lambda: [32, 64])  # ColorNet hidden widths
-    gray_mean: float = 0.3  # x_S normalisation (paper 0.445)
-    gray_std: float = 0.2  # (paper 0.269)
-    gray_channels: int = 1  # luma replicated to this many channels (3 for ImageNet backbones)
-    rgb_mean: list[float] = field(default_factory=lambda: [0.3, 0.3, 0.3])  # RGB baseline input
-    rgb_std: list[float] = field(default_factory=lambda: [0.2, 0.2, 0.2])
-    resize: str = "area"  # map-size resize of ColorNet's input and the masks: area | bilinear
+    # stride 1 for every stride-2 conv with more input channels than this (0: all of them);
+    # 100: 26 x 26 maps at 224^2; 300: 13 x 13
+    stride_reduction_min_channels: int = checked(100, ge=0)
+    color_widths: list[int] = checked(factory=lambda: [32, 64], ge=1)  # ColorNet hidden widths
+    # x_S normalisation (paper 0.445)
+    gray_mean: float = checked(0.3, free="a normalisation mean may be any real")
+    gray_std: float = checked(0.2, gt=0)  # (paper 0.269)
+    # luma replicated to this many channels (3 for ImageNet backbones)
+    gray_channels: int = checked(1, ge=1)
+    # RGB baseline input: (x - rgb_mean) / rgb_std per channel
+    rgb_mean: list[float] = checked(
+        factory=lambda: [0.3, 0.3, 0.3], free="a normalisation mean may be any real"
+    )
+    rgb_std: list[float] = checked(factory=lambda: [0.2, 0.2, 0.2], gt=0)
+    # map-size resize of ColorNet's input and the masks: area | bilinear
+    resize: str = checked("area", choices=RESIZE_MODES)
     channels_last: bool = False  # NHWC convolutions (toy CNN on CPU: ~20 % faster)
 
 
 @dataclass
 class LossConfig:
-    alpha_d: float = 1.4  # part alignment L_D (the no_align method sets it to 0)
-    alpha_s: float = 1.0  # ShapeTexNet classification L_S
-    alpha_c: float = 1.0  # fused classification L_C
+    alpha_d: float = checked(1.4, ge=0)  # part alignment L_D (the no_align method sets it to 0)
+    alpha_s: float = checked(1.0, ge=0)  # ShapeTexNet classification L_S
+    alpha_c: float = checked(1.0, ge=0)  # fused classification L_C
 
 
 @dataclass
 class OptimConfig:
-    batch_size: int = 64
-    epochs: int = 8
-    lr_net: float = 2e-3  # AdamW on backbone + 1x1 head
-    lr_color: float = 2e-3  # AdamW on ColorNet
-    weight_decay: float = 0.0
-    freeze_epochs: int = 0  # epochs with the backbone frozen except its last block
-    unfrozen_lr_factor: float = 0.1  # network LR factor after the freeze epochs
+    batch_size: int = checked(64, ge=1)
+    epochs: int = checked(8, ge=1)
+    lr_net: float = checked(2e-3, gt=0)  # AdamW on backbone + 1x1 head
+    lr_color: float = checked(2e-3, gt=0)  # AdamW on ColorNet
+    weight_decay: float = checked(0.0, ge=0)
+    # epochs with the backbone frozen except its last block (epochs: the whole run)
+    freeze_epochs: int = checked(0, ge=0, le_key="optim.epochs")
+    unfrozen_lr_factor: float = checked(0.1, gt=0)  # network LR factor after the freeze epochs
 
 
 @dataclass
 class EvalConfig:
-    hue_angle: float = 2.0  # rad: luminance-preserving hue rotation of the test set
-    threshold: float = 0.5  # binarisation of maps and masks for part IoU / IoP / IoT
+    # rad: luminance-preserving hue rotation of the test set
+    hue_angle: float = checked(
+        2.0, free="a rotation angle in radians may be any real (negative: the other way)"
+    )
+    # binarisation of maps and masks for part IoU / IoP / IoT
+    threshold: float = checked(0.5, gt=0, lt=1)
     colour_twins: bool = True  # toy: classes 2g and 2g + 1 differ only in body colour
-    rho_floor: float = 0.01  # floor of the denominator of the localisation ratio
-    cube_levels: int = 5  # colour prototypes on a levels^3 RGB cube
-    prototype_mass: float = 0.7  # keep top colours up to this share of the total score
-    batch_size: int = 500  # evaluation chunk
+    rho_floor: float = checked(0.01, gt=0)  # floor of the denominator of the localisation ratio
+    cube_levels: int = checked(5, ge=1)  # colour prototypes on a levels^3 RGB cube
+    # keep top colours up to this share of the total score
+    prototype_mass: float = checked(0.7, gt=0, le=1)
+    batch_size: int = checked(500, ge=1)  # evaluation chunk
 
 
 @dataclass
@@ -99,16 +117,40 @@ class Config(ExperimentConfig):
 
     def validate(self) -> None:
         super().validate()
-        d, m = self.data, self.model
-        require_choice("data.name", d.name, ("toy_birds", "image_folder"))
-        require_choice("model.backbone", m.backbone, ("toy_cnn", "convnext"))
-        require_choice("model.resize", m.resize, ("area", "bilinear"))
-        for key in ("num_parts", "num_classes", "image_size", "n_train", "n_test"):
-            require_at_least(f"data.{key}", getattr(d, key), 1)
-        for key in ("batch_size", "epochs"):
-            require_at_least(f"optim.{key}", getattr(self.optim, key), 1)
-        require_at_least("optim.freeze_epochs", self.optim.freeze_epochs, 0)
-        require_positive("eval.batch_size", self.eval.batch_size)
+        d, m, o = self.data, self.model, self.optim
+        # RandomResizedCrop draws the area fraction uniformly from (min, max)
+        require(
+            len(d.crop_scale) == 2 and d.crop_scale[0] <= d.crop_scale[1],
+            "data.crop_scale",
+            d.crop_scale,
+            "must be [min, max] with min <= max",
+        )
+        for key in ("rgb_mean", "rgb_std"):  # one per RGB channel
+            value = getattr(m, key)
+            require(len(value) == 3, f"model.{key}", value, "must hold 3 entries (R, G, B)")
+        if m.backbone == "toy_cnn":  # one stride per conv block
+            require(
+                len(m.toy_strides) == len(m.toy_channels),
+                "model.toy_strides",
+                m.toy_strides,
+                f"must have one entry per model.toy_channels block ({len(m.toy_channels)})",
+            )
+        lucid = [name for name in self.methods if name in LUCID_METHODS]
+        if m.backbone == "convnext" and lucid:  # an ImageNet backbone takes 3 input channels
+            require(
+                m.gray_channels == 3,
+                "model.gray_channels",
+                m.gray_channels,
+                f"must be 3 with model.backbone=convnext ({', '.join(lucid)} feed it the luma)",
+            )
+        # full batches only (train.steps_per_epoch): a batch larger than the training set is none
+        if d.name == "toy_birds":
+            require_at_most(
+                "optim.batch_size", o.batch_size, d.n_train, f"data.n_train ({d.n_train})"
+            )
+        elif d.max_train_images is not None:
+            limit = f"data.max_train_images ({d.max_train_images})"
+            require_at_most("optim.batch_size", o.batch_size, d.max_train_images, limit)
         if d.name == "toy_birds":  # case 15: the image-folder loader's options do nothing here
             why = "only the image_folder loader reads it (the toy generator jitters its own images)"
             require(

@@ -134,8 +134,6 @@ def build_model(cfg: Config, arch: str) -> nn.Module:
         backbone: nn.Module = toy_backbone(in_channels, m.toy_channels, m.toy_strides)
         channels = m.toy_channels[-1]
     elif m.backbone == "convnext":
-        if in_channels != 3:
-            raise ValueError("model.gray_channels must be 3 for the ConvNeXt backbone")
         backbone = ConvNextFeatures(m.convnext_path, m.stride_reduction_min_channels)
         channels = backbone.out_channels
     else:
@@ -431,8 +429,6 @@ def train_one(
 def run(cfg: Config, out_dir: Path) -> Results:
     """Every (method, seed) of ``cfg``; the explanation figure; per-seed metrics."""
     check_names("methods", cfg.methods, METHODS)
-    if cfg.data.name not in DATA_NAMES:
-        raise ValueError(f"unknown data.name {cfg.data.name!r}; choose from {DATA_NAMES}")
     accelerator = make_accelerator(cfg.runtime)
     if cfg.keep_freed_memory and accelerator.device.type == "cpu":
         keep_freed_memory()

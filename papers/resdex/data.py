@@ -18,7 +18,7 @@ import torch
 import yaml
 from sklearn.cluster import KMeans
 
-STYLES = ("pinch", "power", "wide", "hook")  # the toy's grasp styles (brief Sec. 5.3)
+from papers.resdex.config import STYLES
 
 
 @dataclass

@@ -61,8 +61,12 @@ def make_relocate(kind: str, size: np.ndarray, max_episode_steps: int):
     return env
 
 
-def relocate_reward(palm: np.ndarray, obj: np.ndarray, target: np.ndarray) -> tuple[float, bool]:
-    """DAPG's dense Relocate reward with the reach term's intended sign; success ``< 0.1``."""
+def relocate_reward(
+    palm: np.ndarray, obj: np.ndarray, target: np.ndarray, success_distance: float = 0.1
+) -> tuple[float, bool]:
+    """DAPG's dense Relocate reward with the reach term's intended sign (its bonuses at 0.1 and
+    0.05 from the target); success: the object within ``success_distance`` of the target
+    (``env.mujoco_success_distance``, DAPG's 0.1)."""
     goal_distance = float(np.linalg.norm(obj - target))
     reward = -0.1 * float(np.linalg.norm(palm - obj))  # take the hand to the object
     if obj[2] > 0.04:  # lifted
@@ -71,15 +75,22 @@ def relocate_reward(palm: np.ndarray, obj: np.ndarray, target: np.ndarray) -> tu
         reward += 10.0
     if goal_distance < 0.05:
         reward += 20.0
-    return reward, goal_distance < 0.1
+    return reward, goal_distance < success_distance
 
 
 class AdroitRelocateBackend:
     """A batch of geometry-varied Relocate envs (env i plays variant i mod V), torch in/out,
     same-step autoreset, the :class:`~papers.resdex.env.GraspBackend` interface."""
 
-    def __init__(self, variants: list[tuple[str, np.ndarray]], num_envs: int, episode_steps: int):
+    def __init__(
+        self,
+        variants: list[tuple[str, np.ndarray]],
+        num_envs: int,
+        episode_steps: int,
+        success_distance: float = 0.1,
+    ):
         self.variants = variants
+        self.success_distance = success_distance
         self.num_envs = num_envs
         self.episode_steps = episode_steps
         self.envs = [
@@ -145,6 +156,7 @@ class AdroitRelocateBackend:
                 inner.data.site_xpos[inner.S_grasp_site_id],
                 inner.data.xpos[inner.obj_body_id],
                 inner.data.site_xpos[inner.target_obj_site_id],
+                self.success_distance,
             )
             self.t[i] += 1
             final.append(o)
@@ -178,12 +190,16 @@ def run_mujoco(cfg, out_dir: Path) -> dict[str, dict[str, list[float]]]:
         torch.manual_seed(seed)
         variants = object_variants(cfg.env.mujoco_objects_per_type, seed)
         b, h = cfg.base.ppo, cfg.hyper
-        base_env = AdroitRelocateBackend(variants[:1], b.num_envs, cfg.env.episode_steps)
+        base_env = AdroitRelocateBackend(
+            variants[:1], b.num_envs, cfg.env.episode_steps, cfg.env.mujoco_success_distance
+        )
         base = ActorCritic(BASE_OBS_DIM, ACTION_DIM, b.hidden, b.init_std, b.obs_clip)
         train_ppo(
             base, base_env, b, out_dir / "bases" / f"expert0-s{seed}", seed=seed, progress=False
         )
-        env = AdroitRelocateBackend(variants, h.num_envs, cfg.env.episode_steps)
+        env = AdroitRelocateBackend(
+            variants, h.num_envs, cfg.env.episode_steps, cfg.env.mujoco_success_distance
+        )
         hyper = HyperPolicy([base], env.obs_dim, ACTION_DIM, h.hidden, h.init_std, h.obs_clip)
         train_ppo(hyper, env, h, out_dir / "runs" / f"resdex-s{seed}", seed=seed, progress=False)
         for name, agent, e in (("base", base, base_env), ("resdex", hyper, env)):

@@ -23,9 +23,8 @@ import numpy as np
 import torch
 
 from papers.resdex.claims import LABELS, PLOT
-from papers.resdex.config import Config, PPOConfig
+from papers.resdex.config import STYLES, Config, PPOConfig
 from papers.resdex.data import (
-    STYLES,
     ObjectPool,
     make_objects,
     representative_objects,
@@ -45,7 +44,6 @@ from shared.seeding import seed_everything
 MULTI_OBJECT = ("resdex", "scratch", "single_residual")
 BASE_METHODS = tuple(f"base_{s}" for s in STYLES)
 METHODS = (*MULTI_OBJECT, *BASE_METHODS)
-BACKENDS = ("kinematic", "mujoco", "isaac")
 
 
 def preflight(cfg: Config) -> list[str]:
@@ -357,8 +355,6 @@ def plot(curves: dict, results: Results, cfg: Config, path: Path) -> None:
 
 def run(cfg: Config, out_dir: Path) -> Results:
     check_names("methods", cfg.methods, METHODS)
-    check_names("env.backend", [cfg.env.backend], BACKENDS)
-    check_names("single_expert_style", [cfg.single_expert_style], STYLES)
     if cfg.env.backend == "mujoco":
         from papers.resdex.mujoco_env import run_mujoco
 

@@ -103,3 +103,16 @@ def test_mujoco_backend_runs_base_and_hyper_policy(tmp_path):
     assert all(np.isfinite(v["episode_return"]).all() for v in results.values())
     state = torch.load(tmp_path / "runs" / "resdex-s0" / "checkpoint.pt", weights_only=True)
     assert state["step"] == 2 and state["model"]["policy.log_std"].shape == (31,)
+
+
+def test_relocate_success_reads_the_configured_distance():
+    """``env.mujoco_success_distance`` decides MuJoCo success; DAPG's reward bonuses stay."""
+    from papers.resdex.mujoco_env import relocate_reward
+
+    palm, target = np.zeros(3), np.zeros(3)
+    obj = np.array([0.15, 0.0, 0.0])  # 0.15 from the target, on the table
+    reward, success = relocate_reward(palm, obj, target)
+    assert not success and reward == pytest.approx(-0.1 * 0.15)
+    wider_reward, wider_success = relocate_reward(palm, obj, target, success_distance=0.2)
+    assert wider_success and wider_reward == reward
+    assert compose("resdex", "smoke").env.mujoco_success_distance == 0.1
