@@ -141,8 +141,6 @@ def load_world(cfg: Config) -> World:
             cell_truth=bio.cell[downstream],
             skipped_smiles=mols.n_skipped,
         )
-    if d.source != "paper":
-        raise ValueError(f"unknown data.source {d.source!r}; choose toy or paper")
     if d.root is None or d.downstream_path is None:
         raise ValueError("scale=paper needs data.root and data.downstream_path (local files)")
     graph, smiles = D.load_context_graph(

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, TrainLoopConfig, require, require_at_least
+from shared.config import ExperimentConfig, TrainLoopConfig, checked, require, require_at_most
+
+# token ids of the toy corpus: space, a-z and '.' (papers.matryoshka_kv.data.ALPHABET)
+TOY_SYMBOLS = 28
+# the methods that draw ranks from projection.rank_schedule (the search trains matryoshka)
+SCHEDULED = ("matryoshka", "matryoshka_searched")
 
 
 @dataclass
@@ -17,14 +22,14 @@ class ModelConfig:
 
     path: str | None = None  # paper: local Llama / Mistral folder (from_pretrained, no download)
     asset: str | None = None  # real: shared.pretrained's model asset (SmolLM2-135M), verified
-    vocab_size: int = 32
-    hidden_size: int = 64
-    intermediate_size: int = 256
-    num_hidden_layers: int = 2
-    num_attention_heads: int = 4
-    num_key_value_heads: int = 4
-    max_position_embeddings: int = 256
-    rope_theta: float = 10000.0
+    vocab_size: int = checked(32, ge=1)
+    hidden_size: int = checked(64, ge=1)
+    intermediate_size: int = checked(256, ge=1)
+    num_hidden_layers: int = checked(2, ge=1)
+    num_attention_heads: int = checked(4, ge=1)
+    num_key_value_heads: int = checked(4, ge=1)
+    max_position_embeddings: int = checked(256, ge=1)
+    rope_theta: float = checked(10000.0, gt=0)
 
 
 @dataclass
@@ -32,14 +37,15 @@ class CorpusConfig:
     """The toy's synthetic character corpus (brief Sec. 5), local text files (paper), or the
     pinned real corpus (real: its train documents for PCA and training, test ones for eval)."""
 
-    lexicon_size: int = 300
-    lexicon_seed: int = 1234  # fixed across run seeds
-    min_word: int = 2
-    max_word: int = 7
-    copy_prob: float = 0.35  # next word copies an earlier word of the sequence
-    copy_after: int = 4  # copies start once this many words exist
-    period_prob: float = 0.08
-    seq_len: int = 128
+    lexicon_size: int = checked(300, ge=1)
+    lexicon_seed: int = checked(1234, ge=0)  # fixed across run seeds
+    min_word: int = checked(2, ge=1)  # letters per lexicon word: min_word..max_word
+    max_word: int = checked(7, ge=1)
+    copy_prob: float = checked(0.35, ge=0, le=1)  # next word copies an earlier word of the sequence
+    # copies start once this many words exist (a copy needs an earlier word)
+    copy_after: int = checked(4, ge=1)
+    period_prob: float = checked(0.08, ge=0, le=1)
+    seq_len: int = checked(128, ge=2)  # tokens per sequence (next-token targets need two)
     pca_path: str | None = None  # paper: local Alpaca json for the PCA statistics
     train_path: str | None = None  # paper: local RedPajama-sample json for training
     asset: str | None = None  # real: shared.pretrained's corpus asset, cut into seq_len segments
@@ -49,45 +55,47 @@ class CorpusConfig:
 class PretrainConfig:
     """Pre-training of the toy teacher (brief Sec. 5); skipped with model.path."""
 
-    steps: int = 600
-    batch_size: int = 16
-    lr: float = 3e-3
-    weight_decay: float = 0.01
-    warmup_steps: int = 50
+    steps: int = checked(600, ge=1)
+    batch_size: int = checked(16, ge=1)
+    lr: float = checked(3e-3, gt=0)
+    weight_decay: float = checked(0.01, ge=0)
+    warmup_steps: int = checked(50, ge=0, le_key="pretrain.steps")
 
 
 @dataclass
 class ProjectionTrainConfig:
     """Matryoshka training of the projections (brief Sec. 3.4)."""
 
-    steps: int = 300
-    batch_size: int = 16
-    lr: float = 1e-3
-    weight_decay: float = 0.0
-    warmup_steps: int = 0
-    kl_weight: float = 1.0  # official: 0.25
-    ce_weight: float = 0.0  # official: 0.75
-    temperature: float = 1.0
-    rank_schedule: list[int] = field(default_factory=lambda: [2, 4, 6, 8, 10, 12, 14, 16])
-    fixed_rank: int = 8  # the fixed-rank ablation trains at this rank only
+    steps: int = checked(300, ge=1)
+    batch_size: int = checked(16, ge=1)
+    lr: float = checked(1e-3, gt=0)
+    weight_decay: float = checked(0.0, ge=0)
+    warmup_steps: int = checked(0, ge=0, le_key="projection.steps")
+    kl_weight: float = checked(1.0, ge=0)  # official: 0.25
+    ce_weight: float = checked(0.0, ge=0)  # official: 0.75
+    temperature: float = checked(1.0, gt=0)
+    # ranks drawn uniformly per (layer, head, K / V) at every Matryoshka step
+    rank_schedule: list[int] = checked(factory=lambda: [2, 4, 6, 8, 10, 12, 14, 16], ge=1)
+    fixed_rank: int = checked(8, ge=1)  # the fixed-rank ablation trains at this rank only
 
 
 @dataclass
 class SearchConfig:
     """Greedy heterogeneous rank search (brief Sec. 3.5)."""
 
-    budget: float = 0.375
-    step: int = 4  # Delta
-    updates_per_round: int = 8  # n_upd
-    calibration_sequences: int = 8
+    budget: float = checked(0.375, gt=0, le=1)  # cached fraction of the full KV cache
+    step: int = checked(4, ge=1)  # Delta (below the head dimension)
+    updates_per_round: int = checked(8, ge=1)  # n_upd
+    calibration_sequences: int = checked(8, ge=1)
 
 
 @dataclass
 class EvalConfig:
-    n_sequences: int = 64
-    ranks: list[int] = field(default_factory=lambda: [2, 4, 6, 8, 10, 12, 14, 16])
-    pca_sequences: int = 64
-    batch_size: int = 16
+    n_sequences: int = checked(64, ge=1)
+    # uniform ranks evaluated; the largest is read as the head dimension (budget r / max)
+    ranks: list[int] = checked(factory=lambda: [2, 4, 6, 8, 10, 12, 14, 16], ge=1)
+    pca_sequences: int = checked(64, ge=1)
+    batch_size: int = checked(16, ge=1)
     # real: also next-token top-1 accuracy of each budget, and its ratio to the full cache's
     accuracy: bool = False
 
@@ -99,7 +107,7 @@ class Config(ExperimentConfig):
     methods: list[str] = field(
         default_factory=lambda: ["pca", "matryoshka", "fixed_rank", "matryoshka_searched"]
     )
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    seeds: list[int] = checked(factory=lambda: [0, 1, 2], ge=0)
     model: ModelConfig = field(default_factory=ModelConfig)
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
@@ -110,13 +118,16 @@ class Config(ExperimentConfig):
 
     def validate(self) -> None:
         super().validate()
-        for section in ("pretrain", "projection"):
-            for key in ("steps", "batch_size"):
-                require_at_least(f"{section}.{key}", getattr(getattr(self, section), key), 1)
-        for key in ("n_sequences", "pca_sequences", "batch_size"):
-            require_at_least(f"eval.{key}", getattr(self.eval, key), 1)
-        budget = self.rank_search.budget
-        require(0 < budget <= 1, "rank_search.budget", budget, "must be in (0, 1]")
+        c = self.corpus
+        # every lexicon word draws randint(min_word, max_word) letters (at every scale)
+        require_at_most(
+            "corpus.min_word", c.min_word, c.max_word, f"corpus.max_word ({c.max_word})"
+        )
+        ranks = self.eval.ranks
+        require(bool(ranks), "eval.ranks", ranks, "name at least one rank")
+        schedule = self.projection.rank_schedule
+        if any(method in SCHEDULED for method in self.methods):
+            require(bool(schedule), "projection.rank_schedule", schedule, "name at least one rank")
         if self.scale in ("smoke", "toy"):  # the toy teacher; paper and real read a checkpoint
             m = self.model
             require(
@@ -125,11 +136,28 @@ class Config(ExperimentConfig):
                 m.hidden_size,
                 f"must be a multiple of model.num_attention_heads ({m.num_attention_heads})",
             )
-            head_dim = m.hidden_size // m.num_attention_heads
-            valid = f"each rank must be in 1..{head_dim} (model.hidden_size / heads)"
-            ranks = self.eval.ranks
+            # grouped-query attention shares each key / value head among whole query groups
             require(
-                bool(ranks) and all(1 <= r <= head_dim for r in ranks), "eval.ranks", ranks, valid
+                m.num_attention_heads % m.num_key_value_heads == 0,
+                "model.num_key_value_heads",
+                m.num_key_value_heads,
+                f"must divide model.num_attention_heads ({m.num_attention_heads})",
+            )
+            # the toy corpus's character ids index the embedding
+            require(
+                m.vocab_size >= TOY_SYMBOLS,
+                "model.vocab_size",
+                m.vocab_size,
+                f"must be >= {TOY_SYMBOLS} (the toy corpus's symbols)",
+            )
+            head_dim = m.hidden_size // m.num_attention_heads
+            valid = f"each rank must be <= {head_dim} (model.hidden_size / heads)"
+            require(all(r <= head_dim for r in ranks), "eval.ranks", ranks, valid)
+            require(
+                all(r <= head_dim for r in schedule), "projection.rank_schedule", schedule, valid
             )
             fixed = self.projection.fixed_rank
-            require(1 <= fixed <= head_dim, "projection.fixed_rank", fixed, valid)
+            require(fixed <= head_dim, "projection.fixed_rank", fixed, valid)
+            if "matryoshka_searched" in self.methods:  # greedy_rank_search: 1 <= step < d
+                step = self.rank_search.step
+                require(step < head_dim, "rank_search.step", step, f"must be < {head_dim} (d)")
