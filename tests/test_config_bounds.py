@@ -68,8 +68,10 @@ def _first_leaf_replaced(value: typing.Any, bad: typing.Any, depth: int) -> typi
     that a bound on the entries, not the length, is what fails; an empty (or unset) list of
     ``depth`` nested list levels becomes ``[[bad]]`` (depth 2)."""
     if isinstance(value, dict):
-        first = next(iter(value), None)
-        return {**value, first: _first_leaf_replaced(value[first], bad, depth)} if value else value
+        if not value:  # an empty mapping gains one entry
+            return {UNKNOWN_NAME: _first_leaf_replaced(None, bad, depth)}
+        first = next(iter(value))
+        return {**value, first: _first_leaf_replaced(value[first], bad, depth)}
     if depth == 0:
         return bad
     if isinstance(value, list) and value:

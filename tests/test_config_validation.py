@@ -119,7 +119,7 @@ def test_case03_controlar_more_figure_samples_than_test_controls_is_refused():
 
 def test_case04_em_llm_a_plot_document_past_the_test_set_is_refused():
     message = refused("em_llm", ["eval.plot_document=5"], "eval.plot_document")
-    assert "must be <= eval.n_documents - 1 (2)" in message
+    assert "must be < eval.n_documents (3)" in message
 
 
 def test_case05_qnbo_a_report_step_past_the_last_outer_step_is_refused():

@@ -12,26 +12,33 @@ from dataclasses import dataclass, field
 from shared.config import (
     ExperimentConfig,
     TrainLoopConfig,
+    checked,
     require,
-    require_at_least,
     require_at_most,
-    require_choice,
 )
+
+REFINE_METRICS = ("modularity", "conductance")  # the "M" variant's graph metric (Sec. 3.3)
+GLOBAL_POSITIONS = ("one_angle", "true")  # memory.LayerMemory's two position schemes
+DTYPES = ("float32", "bfloat16", "float16")  # the names of model.DTYPES
+MIN_PASSKEY_TOKENS = 64  # real.py's check_real: shortest real pass-key document
 
 
 @dataclass
 class MemoryConfig:
     """The episodic memory wrapped around every attention layer (brief Sec. 3)."""
 
-    chunk: int = 8  # c: tokens per execution block (official 512)
-    n_init: int = 4  # initial tokens kept forever (official 128)
-    n_local: int = 32  # sliding local window (official 4096)
-    n_mem: int = 64  # retrieved-token budget per layer; -1 = retrieve every stored event
-    repr_topk: int = 4  # tokens averaged into an event's representative key
-    min_block: int = 4  # shortest event (official 8)
-    max_block: int = 16  # longest event (official 128)
-    gamma: float = 1.0  # surprise threshold mu + gamma * sigma (Sec. 3.2)
-    threshold_window: int = 32  # tau: past surprise values in the threshold statistics
+    chunk: int = checked(8, ge=1)  # c: tokens per execution block (official 512)
+    n_init: int = checked(4, ge=0)  # initial tokens kept forever (official 128)
+    n_local: int = checked(32, ge=1)  # sliding local window (official 4096)
+    # retrieved-token budget per layer; -1 = retrieve every stored event
+    n_mem: int = checked(64, ge=-1)
+    repr_topk: int = checked(4, ge=1)  # tokens averaged into an event's representative key
+    min_block: int = checked(4, ge=1)  # shortest event (official 8)
+    max_block: int = checked(16, ge=1)  # longest event (official 128)
+    # surprise threshold mu + gamma * sigma (Sec. 3.2)
+    gamma: float = checked(1.0, free="any real shifts the threshold mu + gamma * sigma")
+    # tau: past surprise values in the threshold statistics
+    threshold_window: int = checked(32, ge=2)
     threshold_per_chunk: bool = False  # official: one window [e - n_local, e - c) per chunk
     # Official-code quirks (README "Official quirks"); paper.yaml sets them, the toy does not.
     # the official per-chunk window with its first / partial chunk rules; overrides
@@ -42,13 +49,16 @@ class MemoryConfig:
     official_frontier: bool = False  # a boundary at the frontier waits one update
     official_contiguity: bool = False  # official buffer update order and fit tests
     uniform_blocks: bool = False  # InfLLM: fixed max_block events, no surprise boundaries
-    refine: str | None = None  # None | modularity | conductance (the "M" variant, Sec. 3.3)
-    refine_from_layer: int = 0  # A = sum over layers >= this (official 20 of 32)
+    # None | modularity | conductance (the "M" variant, Sec. 3.3)
+    refine: str | None = checked(None, choices=REFINE_METRICS)
+    refine_from_layer: int = checked(0, ge=0)  # A = sum over layers >= this (official 20 of 32)
     refine_with_buffer: bool = True  # prefix the chunk with the tail after its last boundary
     contiguity: bool = False  # the "+C" contiguity buffer (Sec. 3.5)
-    contiguity_share: float = 0.3  # its share of n_mem
-    global_positions: str = "one_angle"  # one_angle (InfLLM) | true (tests: exact attention)
-    max_tokens: int = 100_000  # longest document accepted (a longer one fails, naming it)
+    contiguity_share: float = checked(0.3, ge=0, lt=1)  # its share of n_mem
+    # one_angle (InfLLM) | true (tests: exact attention)
+    global_positions: str = checked("one_angle", choices=GLOBAL_POSITIONS)
+    # longest document accepted (a longer one fails, naming it)
+    max_tokens: int = checked(100_000, ge=1)
     # true: the toy's summation order (padded to the full width, bit-identical to the full
     # computation, results/toy.json reproduces); false: the fast path (real rung) that computes
     # only the columns a query sees, per KV head, and surprise in float32
@@ -60,55 +70,57 @@ class ModelConfig:
     """The base LM: a local checkpoint folder (paper) or a tiny Llama the toy trains."""
 
     path: str | None = None  # paper: local Mistral / Llama folder (from_pretrained)
-    dtype: str = "float32"  # float32 | bfloat16 | float16
-    vocab_size: int = 101
-    hidden_size: int = 64
-    intermediate_size: int = 256
-    num_hidden_layers: int = 2
-    num_attention_heads: int = 4
-    num_key_value_heads: int = 4
-    rope_theta: float = 10000.0
-    max_position_embeddings: int = 128  # the toy trains on <= ~76 tokens
+    dtype: str = checked("float32", choices=DTYPES)  # float32 | bfloat16 | float16
+    vocab_size: int = checked(101, ge=1)
+    hidden_size: int = checked(64, ge=1)
+    intermediate_size: int = checked(256, ge=1)
+    num_hidden_layers: int = checked(2, ge=1)
+    num_attention_heads: int = checked(4, ge=1)
+    num_key_value_heads: int = checked(4, ge=1, le_key="model.num_attention_heads")
+    rope_theta: float = checked(10000.0, gt=0)
+    max_position_embeddings: int = checked(128, ge=1)  # the toy trains on <= ~76 tokens
 
 
 @dataclass
 class TrainConfig:
     """Next-token training of the toy LM on short record streams (brief Sec. 5)."""
 
-    steps: int = 1500
-    batch_size: int = 32
-    lr: float = 3e-3
-    weight_decay: float = 0.01
-    warmup_steps: int = 100
+    steps: int = checked(1500, ge=1)
+    batch_size: int = checked(32, ge=1)
+    lr: float = checked(3e-3, gt=0)
+    weight_decay: float = checked(0.01, ge=0)
+    warmup_steps: int = checked(100, ge=0)  # may exceed steps: the lr then stays in warm-up
 
 
 @dataclass
 class StreamConfig:
     """The synthetic record stream (brief Sec. 5)."""
 
-    n_keys: int = 64
-    n_passkeys: int = 16
-    n_fillers: int = 16
-    min_repeat: int = 4  # filler repeats per record
-    max_repeat: int = 10
-    train_min_records: int = 3
-    train_max_records: int = 6
-    test_records: int = 40
-    test_seed_offset: int = 777  # test documents come from random.Random(777 + seed)
+    n_keys: int = checked(64, ge=1)
+    n_passkeys: int = checked(16, ge=1)
+    n_fillers: int = checked(16, ge=1)
+    min_repeat: int = checked(4, ge=1)  # filler repeats per record
+    max_repeat: int = checked(10, ge=1)
+    train_min_records: int = checked(3, ge=1)
+    train_max_records: int = checked(6, ge=1)
+    test_records: int = checked(40, ge=1)
+    test_seed_offset: int = checked(777, ge=0)  # test documents come from random.Random(777 + seed)
 
 
 @dataclass
 class EvalConfig:
     """Pass-key retrieval and the segmentation analysis (brief Sec. 5)."""
 
-    n_documents: int = 60
-    budgets: list[int] = field(default_factory=lambda: [64, -1])  # n_mem; -1 = unlimited
-    segmentation_documents: int = 20
-    boundary_tolerance: int = 1  # +- tokens for a detected boundary to match a record start
-    refine_min_block: int = 4  # min block of the offline refinement (SM)
-    refine_metric: str = "modularity"  # modularity | conductance
+    n_documents: int = checked(60, ge=1)
+    budgets: list[int] = checked(factory=lambda: [64, -1], ge=-1)  # n_mem; -1 = unlimited
+    segmentation_documents: int = checked(20, ge=1, le_key="eval.n_documents")
+    # +- tokens for a detected boundary to match a record start
+    boundary_tolerance: int = checked(1, ge=0)
+    refine_min_block: int = checked(4, ge=1)  # min block of the offline refinement (SM)
+    refine_metric: str = checked("modularity", choices=REFINE_METRICS)  # modularity | conductance
     variant_passkey: bool = False  # also score pass-key accuracy of the SM variant online
-    plot_document: int = 0  # the test document whose surprise trace is plotted
+    # the test document whose surprise trace is plotted
+    plot_document: int = checked(0, ge=0, lt_key="eval.n_documents")
 
 
 @dataclass
@@ -118,11 +130,11 @@ class BenchmarkConfig:
     root: str | None = None  # folder with <task>.jsonl files (LongBench / InfiniteBench)
     tasks: list[str] = field(default_factory=list)
     prompts: dict[str, str] = field(default_factory=dict)  # official prompt per task
-    max_lengths: dict[str, int] = field(default_factory=dict)  # truncation (tokens) per task
-    max_new_tokens: dict[str, int] = field(default_factory=dict)
-    max_examples: int = -1  # -1 = all examples of a task
-    passkey_lengths: list[int] = field(default_factory=list)  # extended passkey, in tokens
-    passkey_trials: int = 5
+    max_lengths: dict[str, int] = checked(factory=dict, ge=1)  # truncation (tokens) per task
+    max_new_tokens: dict[str, int] = checked(factory=dict, ge=1)
+    max_examples: int = checked(-1, ge=-1)  # -1 = all examples of a task
+    passkey_lengths: list[int] = checked(factory=list, ge=1)  # extended passkey, in tokens
+    passkey_trials: int = checked(5, ge=1)
 
 
 @dataclass
@@ -131,21 +143,24 @@ class RealConfig:
     extended pass-key and on the docutils test documents' segmentation."""
 
     # metric name -> document length (tokens): the memory methods' and full attention's
-    passkey_lengths: dict[str, int] = field(
-        default_factory=lambda: {"passkey_16k": 16384, "passkey_32k": 32768}
+    passkey_lengths: dict[str, int] = checked(
+        factory=lambda: {"passkey_16k": 16384, "passkey_32k": 32768}, ge=MIN_PASSKEY_TOKENS
     )
-    full_lengths: dict[str, int] = field(
-        default_factory=lambda: {"passkey_4k": 4096, "passkey_8k": 8192}
+    full_lengths: dict[str, int] = checked(
+        factory=lambda: {"passkey_4k": 4096, "passkey_8k": 8192}, ge=MIN_PASSKEY_TOKENS
     )
-    documents: int = 5  # pass-key documents per length
-    min_depth: float = 0.1  # the needle's relative depth is uniform in [min_depth, max_depth]
-    max_depth: float = 0.9
-    new_tokens: int = 7  # greedy answer length (" " + 5 digits for SmolLM2's digit tokens)
-    segmentation_documents: int = -1  # test documents for the segmentation (-1 = all)
-    segmentation_tokens: int = 4096  # each one's first tokens are read
+    documents: int = checked(5, ge=1)  # pass-key documents per length
+    # the needle's relative depth is uniform in [min_depth, max_depth]
+    min_depth: float = checked(0.1, ge=0, le=1)
+    max_depth: float = checked(0.9, ge=0, le=1)
+    # greedy answer length (" " + 5 digits for SmolLM2's digit tokens)
+    new_tokens: int = checked(7, ge=1)
+    # test documents for the segmentation (-1 = all)
+    segmentation_documents: int = checked(-1, ge=-1)
+    segmentation_tokens: int = checked(4096, ge=1)  # each one's first tokens are read
     # forked workers reading documents at once (one thread each; the issue's 2 cores): the
     # numbers do not depend on it, and the run's CPU time counts every worker
-    processes: int = 1
+    processes: int = checked(1, ge=1)
 
 
 @dataclass
@@ -162,8 +177,8 @@ class Config(ExperimentConfig):
             "fixed_segmentation",
         ]
     )
-    seeds: list[int] = field(default_factory=lambda: [0, 1])
-    infllm_block: int = 8  # InfLLM's fixed event size (official 128)
+    seeds: list[int] = checked(factory=lambda: [0, 1], ge=0)
+    infllm_block: int = checked(8, ge=1)  # InfLLM's fixed event size (official 128)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -175,17 +190,43 @@ class Config(ExperimentConfig):
 
     def validate(self) -> None:
         super().validate()
-        e = self.eval
-        require_at_least("eval.n_documents", e.n_documents, 1)
-        require_at_least("eval.segmentation_documents", e.segmentation_documents, 1)
+        m, e = self.memory, self.eval
+        # method.form_events: events of min_block..max_block tokens
+        require_at_most(
+            "memory.min_block", m.min_block, m.max_block, f"memory.max_block ({m.max_block})"
+        )
+        # data.make_document: randint(min, max)
+        s = self.stream
+        require_at_most(
+            "stream.min_repeat", s.min_repeat, s.max_repeat, f"stream.max_repeat ({s.max_repeat})"
+        )
+        require_at_most(
+            "stream.train_min_records",
+            s.train_min_records,
+            s.train_max_records,
+            f"stream.train_max_records ({s.train_max_records})",
+        )
+        # real.passkey_documents: the needle's depth is uniform in [min_depth, max_depth]
+        r = self.real
+        require_at_most(
+            "real.min_depth", r.min_depth, r.max_depth, f"real.max_depth ({r.max_depth})"
+        )
+        # smoke / toy read with the LM they train from model.* (paper and real: a checkpoint's)
+        if self.model.path is None and self.scale in ("smoke", "toy"):
+            layers = self.model.num_hidden_layers
+            require(
+                m.refine_from_layer < layers,
+                "memory.refine_from_layer",
+                m.refine_from_layer,
+                f"must be < model.num_hidden_layers ({layers}): the toy LM's layers",
+            )
+        # -1 means all / unlimited; 0 would read nothing (NaN scores, no segmentation)
+        nothing = "0 reads nothing (-1: unlimited)"
+        require(0 not in e.budgets, "eval.budgets", e.budgets, nothing)
+        require(self.benchmark.max_examples != 0, "benchmark.max_examples", 0, nothing)
+        require(r.segmentation_documents != 0, "real.segmentation_documents", 0, nothing)
         require(
             bool(e.budgets), "eval.budgets", e.budgets, "name at least one n_mem (-1: unlimited)"
-        )
-        require(
-            all(b == -1 or b >= 1 for b in e.budgets),
-            "eval.budgets",
-            e.budgets,
-            "each n_mem must be >= 1, or -1 for unlimited",
         )
         require(
             len(set(e.budgets)) == len(e.budgets), "eval.budgets", e.budgets, "lists a budget twice"
@@ -197,11 +238,3 @@ class Config(ExperimentConfig):
             "must include -1 (unlimited): the segmentation and the plotted surprise trace read "
             "the unlimited run",
         )
-        require_at_least("eval.plot_document", e.plot_document, 0)  # case 4: it indexes the set
-        require_at_most(
-            "eval.plot_document",
-            e.plot_document,
-            e.n_documents - 1,
-            f"eval.n_documents - 1 ({e.n_documents - 1})",
-        )
-        require_choice("eval.refine_metric", e.refine_metric, ("modularity", "conductance"))

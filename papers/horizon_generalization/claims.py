@@ -10,7 +10,10 @@ from shared.claims import Claim, MarginAtLeast, MeanAtLeast, MeanAtMost
 
 SCALE = "toy"
 SEEDS = [0, 1, 2]
-CI_SEEDS = SEEDS
+# CI gates seeds 0 and 1 (two of three): all three cost 124-126 CPU s in quiet Intel CI runs,
+# over the 120 s aim, and every claim holds on each pair of the three seeds with the same
+# margins (far success >= 0.997 on each pair); scripts/reproduce.py gates all three.
+CI_SEEDS = [0, 1]
 # Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
 HELDOUT_SEEDS = [1000 + i for i in range(len(SEEDS))]
 # The dot-product critic is not part of any claim: it runs in the default toy

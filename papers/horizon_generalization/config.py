@@ -11,10 +11,18 @@ from dataclasses import dataclass, field
 from shared.config import (
     ExperimentConfig,
     TrainLoopConfig,
+    checked,
     require,
-    require_at_least,
+    require_at_most,
     require_choices,
 )
+
+# env.LAYOUTS and train.POINT_MAZE (config imports nothing of the paper: env needs gymnasium)
+LAYOUT_KINDS = ("open", "wall", "point_maze")
+MAZES = ("U_MAZE", "MEDIUM_MAZE", "LARGE_MAZE")  # point_maze.ENV_IDS
+LOSS_KINDS = ("forward", "backward", "symmetric")  # method.LOSS_KINDS
+INITS = ("lecun", "torch")  # method.Critic's init
+HORIZON_BINS = ("near", "far")  # the bins evaluate.check_bins requires (eta = far / near)
 
 
 @dataclass
@@ -23,21 +31,21 @@ class LayoutConfig:
 
     # open (11 x 11 room) | wall (interior wall from the top edge) | point_maze (the real rung:
     # a gymnasium-robotics PointMaze map in MuJoCo, papers/horizon_generalization/point_maze.py)
-    layout: str = "open"
-    size: int = 11  # open / wall only
-    wall_length: int = 8  # wall only
+    layout: str = checked("open", choices=LAYOUT_KINDS)
+    size: int = checked(11, ge=2)  # open / wall only
+    wall_length: int = checked(8, ge=1)  # wall only
     # point_maze only: the map's name in gymnasium_robotics/envs/maze/maps.py (U_MAZE,
     # MEDIUM_MAZE, LARGE_MAZE), the tile coding the critics see (tiles_per_cell^2 tiles per
     # 1 m cell), and the decision model: every decision commands velocity speed (m/s) in one of
     # four directions for action_repeat env steps (10 ms each), tracked by the force
     # ctrl = clip(gain * (v_cmd - v), -1, 1).
-    maze: str = "MEDIUM_MAZE"
-    tiles_per_cell: int = 3
-    speed: float = 2.0
-    action_repeat: int = 17
-    gain: float = 1.0
-    batch_size: int = 128  # B: the contrastive grid is B x B
-    steps: int = 2000
+    maze: str = checked("MEDIUM_MAZE", choices=MAZES)
+    tiles_per_cell: int = checked(3, ge=1)
+    speed: float = checked(2.0, gt=0)
+    action_repeat: int = checked(17, ge=1)
+    gain: float = checked(1.0, gt=0)
+    batch_size: int = checked(128, ge=2)  # B: the contrastive grid is B x B
+    steps: int = checked(2000, ge=1)
     methods: list[str] = field(default_factory=list)  # subset of `methods`; empty: all
 
 
@@ -45,48 +53,48 @@ class LayoutConfig:
 class DataConfig:
     """Offline random-policy data with hindsight goals (brief Sec. 5 "Data")."""
 
-    n_trajectories: int = 3000
-    length: int = 50
-    gamma: float = 0.9  # goal offset k ~ Geom(1 - gamma), k >= 1
-    max_offset: int | None = 10  # truncation of k (None: only the trajectory end)
+    n_trajectories: int = checked(3000, ge=1)
+    length: int = checked(50, ge=1)
+    gamma: float = checked(0.9, ge=0, le=1)  # goal offset k ~ Geom(1 - gamma), k >= 1
+    max_offset: int | None = checked(10, ge=1)  # truncation of k (None: only the trajectory end)
 
 
 @dataclass
 class CriticConfig:
     """Encoders phi(s, a), psi(g) and the monolithic critic (brief Sec. 5 "Critics")."""
 
-    repr_dim: int = 32
-    hidden: int = 128
-    n_hidden_layers: int = 2
-    mrn_chunks: int = 4
+    repr_dim: int = checked(32, ge=1)
+    hidden: int = checked(128, ge=1)
+    n_hidden_layers: int = checked(2, ge=1)
+    mrn_chunks: int = checked(4, ge=1)
     # Linear-layer initialisation: "lecun" as the official flax Dense layers (LeCun-uniform
     # kernels, zero biases), or "torch" (PyTorch's nn.Linear default).
-    init: str = "lecun"
+    init: str = checked("lecun", choices=INITS)
 
 
 @dataclass
 class TrainConfig:
     """Contrastive RL critic training (brief Sec. 3.2)."""
 
-    lr: float = 3e-4
-    loss: str = "symmetric"  # forward | backward | symmetric InfoNCE
+    lr: float = checked(3e-4, gt=0)
+    loss: str = checked("symmetric", choices=LOSS_KINDS)  # forward | backward | symmetric InfoNCE
     resubstitution: bool = True  # keep the positive inside the logsumexp
-    logsumexp_penalty: float = 0.0
+    logsumexp_penalty: float = checked(0.0, ge=0)
 
 
 @dataclass
 class EvalConfig:
     """Greedy rollouts and the invariance measures (brief Sec. 3.3, 5 "Evaluation")."""
 
-    n_pairs: int = 1000
-    seed_offset: int = 10_000  # evaluation pairs come from rng(seed_offset + seed)
-    max_steps: int = 100
-    planner_c: int = 3  # waypoints at exactly c steps from s
-    pi_pairs: int = 200
+    n_pairs: int = checked(1000, ge=1)
+    seed_offset: int = checked(10_000, ge=0)  # evaluation pairs come from rng(seed_offset + seed)
+    max_steps: int = checked(100, ge=1)
+    planner_c: int = checked(3, ge=1)  # waypoints at exactly c steps from s
+    pi_pairs: int = checked(200, ge=1, le_key="eval.n_pairs")  # of the far pairs among them
     # Inclusive BFS-distance ranges of the success bins (brief Sec. 5, for the 11 x 11 room:
     # near d <= 5, mid 6-10, far d > 10); a larger layout sets its own.
-    bins: dict[str, list[float]] = field(
-        default_factory=lambda: {"near": [1, 5], "mid": [6, 10], "far": [11, math.inf]}
+    bins: dict[str, list[float]] = checked(
+        factory=lambda: {"near": [1, 5], "mid": [6, 10], "far": [11, math.inf]}, ge=1
     )
 
 
@@ -95,7 +103,7 @@ class Config(ExperimentConfig):
     # l2 (metric) | mrn (quasimetric) | dot | mlp (monolithic) | oracle (-BFS, no training)
     # | untrained (the l2 critic at initialisation: the claims' negative control)
     methods: list[str] = field(default_factory=lambda: ["l2", "mrn", "dot", "mlp", "oracle"])
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    seeds: list[int] = checked(factory=lambda: [0, 1, 2], ge=0)
     layouts: dict[str, LayoutConfig] = field(default_factory=dict)  # every defined layout
     active_layouts: list[str] = field(default_factory=lambda: ["open"])  # the ones run
     data: DataConfig = field(default_factory=DataConfig)
@@ -109,8 +117,13 @@ class Config(ExperimentConfig):
         require_choices("active_layouts", self.active_layouts, tuple(self.layouts))
         for name in self.active_layouts:
             layout = self.layouts[name]
-            require_at_least(f"layouts.{name}.steps", layout.steps, 1)
-            require_at_least(f"layouts.{name}.batch_size", layout.batch_size, 2)
+            if layout.layout == "wall":  # env.make_grid: the wall leaves a gap at the bottom
+                require_at_most(
+                    f"layouts.{name}.wall_length",
+                    layout.wall_length,
+                    layout.size - 1,
+                    f"layouts.{name}.size - 1 ({layout.size - 1})",
+                )
             if not layout.methods:  # empty: every chosen method
                 continue
             chosen = [m for m in self.methods if m in layout.methods]
@@ -120,4 +133,23 @@ class Config(ExperimentConfig):
                 self.methods,
                 f"none of them runs on layout {name}, whose layouts.{name}.methods is "
                 f"{layout.methods}",
+            )
+        if "mrn" in self.methods:  # method.mrn_distance: two halves in every chunk
+            c = self.critic
+            require(
+                c.repr_dim // c.mrn_chunks >= 2,
+                "critic.mrn_chunks",
+                c.mrn_chunks,
+                f"leaves fewer than 2 of critic.repr_dim ({c.repr_dim}) per chunk",
+            )
+        # evaluate.check_bins (run after training): near and far bins of [low, high] ranges
+        bins = self.eval.bins
+        missing = [name for name in HORIZON_BINS if name not in bins]
+        require(not missing, "eval.bins", bins, f"needs the bins {missing} (eta = far / near)")
+        for name, edges in bins.items():
+            require(
+                len(edges) == 2 and edges[0] <= edges[1],
+                f"eval.bins.{name}",
+                edges,
+                "must be [low, high] with low <= high",
             )

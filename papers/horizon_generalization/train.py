@@ -304,7 +304,6 @@ def plot(curves, cfg: Config, layouts: dict[str, LayoutConfig], path: Path) -> N
 
 def run(cfg: Config, out_dir: Path) -> Results:
     check_names("methods", cfg.methods, METHODS)
-    check_names("active_layouts", cfg.active_layouts, cfg.layouts)
     layouts = {name: cfg.layouts[name] for name in cfg.active_layouts}
     for name, setting in layouts.items():
         check_names(f"methods of layout {name}", setting.methods, METHODS)

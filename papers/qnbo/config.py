@@ -6,49 +6,58 @@ from dataclasses import dataclass, field
 
 from shared.config import (
     ExperimentConfig,
-    require_at_least,
+    checked,
+    require,
     require_at_most,
-    require_choice,
-    require_choices,
 )
+
+TOYS = ("quadratic", "hyper_cleaning")
+KINDS = ("bfgs", "sr1")  # method.QNMemory's quasi-Newton recursions
+CURVATURES = ("finite_difference", "autograd")  # method.subroutine_b's Hessian products
+SOURCES = ("digits", "fashion_mnist")  # data.SOURCES (data imports torch: not imported here)
+DIGITS_IMAGES = 1797  # scikit-learn's bundled digits
+FASHION_TRAIN_IMAGES = 60000  # Fashion-MNIST's training split
+FASHION_TEST_IMAGES = 10000  # and its test split
 
 
 @dataclass
 class BudgetConfig:
     """Per-method budgets of one toy (brief Sec. 3.5, 5)."""
 
-    qnbo_P: int = 3  # Subroutine A warm-up GD steps
-    qnbo_T: int = 10  # Subroutine A qN steps
-    qnbo_Q: int = 10  # Subroutine B qN iterations (the ablation sets it to 0)
-    aid_T: int = 13  # AID-BIO / AmIGO-CG lower-level GD steps
-    aid_N: int = 10  # Richardson or CG steps on the linear system
-    alpha: float | None = None  # upper-level step; None: the toy's closed-form choice
-    outer_steps: int = 200  # K
-    report_at: int = 50  # k at which the intermediate metric is read
+    qnbo_P: int = checked(3, ge=0)  # Subroutine A warm-up GD steps
+    qnbo_T: int = checked(10, ge=1)  # Subroutine A qN steps
+    qnbo_Q: int = checked(10, ge=0)  # Subroutine B qN iterations (the ablation sets it to 0)
+    aid_T: int = checked(13, ge=1)  # AID-BIO / AmIGO-CG lower-level GD steps
+    aid_N: int = checked(10, ge=1)  # Richardson or CG steps on the linear system
+    # upper-level step; None: the toy's closed-form choice
+    alpha: float | None = checked(None, gt=0)
+    outer_steps: int = checked(200, ge=1)  # K
+    report_at: int = checked(50, ge=1)  # k at which the intermediate metric is read
 
 
 @dataclass
 class QuadraticConfig:
-    d_y: int = 50
-    d_x: int = 20
-    condition: float = 100.0  # kappa of A (eigenvalues log-spaced in [1, kappa])
-    target_sd: float = 3.0  # y_tgt ~ N(0, 9)
-    rho: float = 0.1
+    d_y: int = checked(50, ge=1)
+    d_x: int = checked(20, ge=1)
+    condition: float = checked(100.0, ge=1)  # kappa of A (eigenvalues log-spaced in [1, kappa])
+    target_sd: float = checked(3.0, ge=0)  # y_tgt ~ N(0, 9)
+    rho: float = checked(0.1, ge=0)  # ridge weight of the upper level
     budget: BudgetConfig = field(default_factory=BudgetConfig)
 
 
 @dataclass
 class HyperCleaningConfig:
-    n_train: int = 1000
-    n_val: int = 300  # the rest of the 1797 digits is the test set
-    corruption: float = 0.5  # fraction of training labels replaced by random classes
-    mu: float = 1e-2  # ridge weight of the lower level
+    n_train: int = checked(1000, ge=1)
+    n_val: int = checked(300, ge=1)  # the rest of the 1797 digits is the test set
+    # fraction of training labels replaced by random classes
+    corruption: float = checked(0.5, ge=0, le=1)
+    mu: float = checked(1e-2, ge=0)  # ridge weight of the lower level
     # digits (scikit-learn's bundled 8 x 8 digits, the toy) | fashion_mnist (the real rung:
     # Debian's dataset-fashion-mnist idx.gz files, fetched by scripts/fetch_assets.py)
-    source: str = "digits"
+    source: str = checked("digits", choices=SOURCES)
     # test examples: None = all (digits: those left after train/val; fashion_mnist: the 10k
     # test split); a number draws that many per seed
-    n_test: int | None = None
+    n_test: int | None = checked(None, ge=1)
     # also record validation/test accuracy, test CE and the corruption-detection AUC of the
     # weights, and accuracy curves per outer step (the real rung; off for the toy, whose
     # committed results hold the metrics above only)
@@ -56,7 +65,7 @@ class HyperCleaningConfig:
     # upper-level step per training example: alpha = alpha_per_example * n_train, since the
     # per-example weights' hypergradients are O(1/n) (brief Sec. 3.4; the toy's alpha = 100
     # at n = 1000 is 0.1 per example); None: budget.alpha as given
-    alpha_per_example: float | None = None
+    alpha_per_example: float | None = checked(None, gt=0)
     budget: BudgetConfig = field(
         default_factory=lambda: BudgetConfig(
             qnbo_P=5,
@@ -75,29 +84,46 @@ class HyperCleaningConfig:
 class Config(ExperimentConfig):
     # qnbo, qnbo_q0 (ablation: Q = 0), aid_bio (Richardson), amigo_cg (conjugate gradients)
     methods: list[str] = field(default_factory=lambda: ["qnbo", "qnbo_q0", "aid_bio", "amigo_cg"])
-    toys: list[str] = field(default_factory=lambda: ["quadratic", "hyper_cleaning"])
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
-    kind: str = "bfgs"  # quasi-Newton variant: bfgs | sr1
-    curvature: str = "finite_difference"  # Subroutine B's Hessian products: or autograd
-    gamma: float = 1.0  # qN step
+    toys: list[str] = checked(factory=lambda: list(TOYS), choices=TOYS)
+    seeds: list[int] = checked(factory=lambda: [0, 1, 2], ge=0)
+    kind: str = checked("bfgs", choices=KINDS)  # quasi-Newton variant: bfgs | sr1
+    # Subroutine B's Hessian products: or autograd
+    curvature: str = checked("finite_difference", choices=CURVATURES)
+    gamma: float = checked(1.0, gt=0)  # qN step
     quadratic: QuadraticConfig = field(default_factory=QuadraticConfig)
     hyper_cleaning: HyperCleaningConfig = field(default_factory=HyperCleaningConfig)
 
     def validate(self) -> None:
         super().validate()
-        require_choices("toys", self.toys, ("quadratic", "hyper_cleaning"))
-        require_choice("kind", self.kind, ("bfgs", "sr1"))
-        require_choice("curvature", self.curvature, ("finite_difference", "autograd"))
+        require(bool(self.toys), "toys", self.toys, "name at least one toy")
+        require(len(set(self.toys)) == len(self.toys), "toys", self.toys, "lists a toy twice")
         for toy in self.toys:  # case 5: report_at past the last outer step indexed nothing
             budget = getattr(self, toy).budget
-            require_at_least(f"{toy}.budget.outer_steps", budget.outer_steps, 1)
-            require_at_least(f"{toy}.budget.report_at", budget.report_at, 1)
             require_at_most(
                 f"{toy}.budget.report_at",
                 budget.report_at,
                 budget.outer_steps,
                 f"{toy}.budget.outer_steps ({budget.outer_steps})",
             )
-            for key in ("qnbo_P", "qnbo_T", "aid_T", "aid_N"):
-                require_at_least(f"{toy}.budget.{key}", getattr(budget, key), 1)
-            require_at_least(f"{toy}.budget.qnbo_Q", budget.qnbo_Q, 0)  # 0: the ablation
+        h = self.hyper_cleaning
+        if "hyper_cleaning" in self.toys:  # data._hyper_cleaning_pool draws from the data set
+            fit = h.n_train + h.n_val
+            if h.source == "digits":  # train and val from the 1797 digits, the rest tests
+                test = DIGITS_IMAGES - fit
+                require(
+                    test >= 1,
+                    "hyper_cleaning.n_train",
+                    h.n_train,
+                    f"+ n_val ({h.n_val}) leaves none of the {DIGITS_IMAGES} digits for testing",
+                )
+            else:  # train and val from the 60k training images, test from the 10k test split
+                test = FASHION_TEST_IMAGES
+                require(
+                    fit <= FASHION_TRAIN_IMAGES,
+                    "hyper_cleaning.n_train",
+                    h.n_train,
+                    f"+ n_val ({h.n_val}) exceeds the {FASHION_TRAIN_IMAGES} Fashion-MNIST "
+                    "training images",
+                )
+            if h.n_test is not None:
+                require_at_most("hyper_cleaning.n_test", h.n_test, test, f"the {test} test images")
