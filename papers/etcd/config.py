@@ -6,13 +6,7 @@ from dataclasses import dataclass, field
 
 from papers.etcd.data import SACHS_ROW_SETS
 from papers.etcd.method import CLUSTER_ORDERS
-from shared.config import (
-    ExperimentConfig,
-    require,
-    require_at_least,
-    require_choice,
-    require_choices,
-)
+from shared.config import ExperimentConfig, checked, require, require_choices
 
 METHODS = ("etcd", "etcd_no_error", "direct_lingam", "gin")
 SIMULATED_GRAPHS = ("case4", "violating")
@@ -23,36 +17,42 @@ REAL_SETS = ("holzinger_swineford", "sachs")  # real data sets a ``graphs`` entr
 class HSICConfig:
     """The HSIC spectral test with random Fourier features (brief Sec. 3.1)."""
 
-    width: float = 1.0  # Gaussian kernel width, fixed; inputs are not standardised
-    n_frequencies: int = 15  # 2 x 15 = 30 random Fourier features
-    n_null: int = 1000  # null draws: p-value floor 1 / (n_null + 1) must be < alpha_ip
+    width: float = checked(1.0, gt=0)  # Gaussian kernel width, fixed; inputs are not standardised
+    n_frequencies: int = checked(15, ge=1)  # 2 x 15 = 30 random Fourier features
+    # null draws: p-value floor 1 / (n_null + 1) must be < alpha_ip
+    n_null: int = checked(1000, ge=1)
 
 
 @dataclass
 class AlgorithmConfig:
     """ETCD's tests and thresholds (brief Sec. 3.2-3.3, official constants)."""
 
-    alpha_ip: float = 0.001  # identifiable pairs
-    alpha_type1: float = 0.01  # parent -> pure child
-    alpha_quintuple: float = 0.05  # type-III (triangle) check
-    alpha_corr: float = 0.01  # Pearson correlation gate in Stage 2
-    alpha_error: float = 0.001  # trust check: raise when the best root's p-value is below
-    edge_threshold: float = 0.25  # |A[i, j]| above which j -> i is declared
-    instrument_min_corr: float = 0.0  # optional FindIP instrument guard (0: official choice)
+    alpha_ip: float = checked(0.001, gt=0, lt=1)  # identifiable pairs
+    alpha_type1: float = checked(0.01, gt=0, lt=1)  # parent -> pure child
+    alpha_quintuple: float = checked(0.05, gt=0, lt=1)  # type-III (triangle) check
+    alpha_corr: float = checked(0.01, gt=0, lt=1)  # Pearson correlation gate in Stage 2
+    # trust check: raise when the best root's p-value is below
+    alpha_error: float = checked(0.001, gt=0, lt=1)
+    edge_threshold: float = checked(0.25, ge=0)  # |A[i, j]| above which j -> i is declared
+    # optional FindIP instrument guard (0: official choice)
+    instrument_min_corr: float = checked(0.0, ge=0, le=1)
     # order of the merged type-II clusters (new latents' ids, Stage-2 tie-breaks): "official"
     # = utils.Mergelist (merged clusters first, then lone pairs in input order) | "sorted"
-    cluster_order: str = "official"
+    cluster_order: str = checked("official", choices=CLUSTER_ORDERS)
     hsic: HSICConfig = field(default_factory=HSICConfig)
 
 
 @dataclass
 class DataConfig:
-    n: int = 2000  # samples per data set
-    weight_range: list[float] = field(default_factory=lambda: [0.5, 2.0])
-    faithfulness_min: float = 0.25  # every nonzero total effect must exceed this
-    noise_power: int = 7  # noise u^power, u ~ U(-1, 1): strongly non-Gaussian
-    noise_scale_range: list[float] = field(default_factory=lambda: [0.5, 1.0])
-    min_samples: int = 100  # fewer samples than this is refused (the tests need them)
+    n: int = checked(2000, ge=1)  # samples per data set
+    # [low, high] of the edge weights' magnitudes (each edge gets a random sign)
+    weight_range: list[float] = checked(factory=lambda: [0.5, 2.0], ge=0)
+    faithfulness_min: float = checked(0.25, ge=0)  # every nonzero total effect must exceed this
+    noise_power: int = checked(7, ge=1)  # noise u^power, u ~ U(-1, 1): strongly non-Gaussian
+    # [low, high] of the per-variable noise scales (a zero scale makes a constant variable)
+    noise_scale_range: list[float] = checked(factory=lambda: [0.5, 1.0], gt=0)
+    # fewer samples than this is refused (the tests need them)
+    min_samples: int = checked(100, ge=2)
 
 
 @dataclass
@@ -61,13 +61,14 @@ class RealDataConfig:
 
     # Sachs rows: "observational" = the first 853 cells (CD3/CD28, no intervention on the
     # network) | "all" = the 7,466 cells of the nine conditions pooled
-    sachs_rows: str = "observational"
+    sachs_rows: str = checked("observational", choices=SACHS_ROW_SETS)
     sachs_log: bool = True  # natural log of the (positive, skewed) Sachs intensities first
     standardize: bool = True  # z-score each variable once (HSIC's kernel width is fixed at 1)
-    max_samples: int = 0  # use only the first rows of each data set (0: all; smoke runs)
+    # use only the first rows of each data set (0: all; smoke runs)
+    max_samples: int = checked(0, ge=0)
     # a returned graph counts as correct when its accuracy reaches the toy's bar (claims.py
     # CASE4_F1): cluster ARI on Holzinger-Swineford, directed-edge F1 on Sachs
-    correct_min: float = 0.85
+    correct_min: float = checked(0.85, ge=0, le=1)
 
 
 @dataclass
@@ -75,21 +76,22 @@ class Config(ExperimentConfig):
     # etcd (error signal on), etcd_no_error (ablation), direct_lingam; gin (paper scale only)
     methods: list[str] = field(default_factory=lambda: ["etcd", "etcd_no_error", "direct_lingam"])
     # simulated graphs (case4, violating) and/or real data sets (holzinger_swineford, sachs)
-    graphs: list[str] = field(default_factory=lambda: ["case4", "violating"])
-    seeds: list[int] = field(default_factory=lambda: list(range(10)))
+    graphs: list[str] = checked(
+        factory=lambda: ["case4", "violating"], choices=(*SIMULATED_GRAPHS, *REAL_SETS)
+    )
+    seeds: list[int] = checked(factory=lambda: list(range(10)), ge=0)
     data: DataConfig = field(default_factory=DataConfig)
     algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
     real: RealDataConfig = field(default_factory=RealDataConfig)
-    lingam_threshold: float = 0.25  # |b| above which DirectLiNGAM declares an edge
-    gin_alpha: float = 0.05  # GIN's independence-test level (paper scale)
-    plot_seed: int = 0  # the seed whose recovered graph is drawn
+    lingam_threshold: float = checked(0.25, ge=0)  # |b| above which DirectLiNGAM declares an edge
+    gin_alpha: float = checked(0.05, gt=0, lt=1)  # GIN's independence-test level (paper scale)
+    plot_seed: int = checked(0, ge=0)  # the seed whose recovered graph is drawn
 
     def validate(self) -> None:
         super().validate()
         require_choices("methods", self.methods, METHODS)
-        require_choices("graphs", self.graphs, (*SIMULATED_GRAPHS, *REAL_SETS))
+        require(bool(self.graphs), "graphs", self.graphs, "name at least one graph or data set")
         d = self.data
-        require_at_least("data.min_samples", d.min_samples, 2)
         require(
             d.n >= d.min_samples,
             "data.n",
@@ -97,11 +99,18 @@ class Config(ExperimentConfig):
             f"must be >= data.min_samples ({d.min_samples}): ETCD's independence tests need "
             "that many samples",
         )
-        require_choice("algorithm.cluster_order", self.algorithm.cluster_order, CLUSTER_ORDERS)
-        require_at_least("algorithm.hsic.n_frequencies", self.algorithm.hsic.n_frequencies, 1)
-        require_at_least("algorithm.hsic.n_null", self.algorithm.hsic.n_null, 1)
-        for key in ("alpha_ip", "alpha_type1", "alpha_quintuple", "alpha_corr", "alpha_error"):
-            value = getattr(self.algorithm, key)
-            require(0 < value < 1, f"algorithm.{key}", value, "must be in (0, 1)")
-        require_choice("real.sachs_rows", self.real.sachs_rows, SACHS_ROW_SETS)
-        require_at_least("real.max_samples", self.real.max_samples, 0)
+        for key in ("weight_range", "noise_scale_range"):  # U(low, high) draws
+            low_high = getattr(d, key)
+            require(
+                len(low_high) == 2 and low_high[0] <= low_high[1],
+                f"data.{key}",
+                low_high,
+                "must be [low, high] with low <= high",
+            )
+        m = self.real.max_samples  # 0: all rows; else the first rows, checked like data.n
+        require(
+            m == 0 or m >= d.min_samples,
+            "real.max_samples",
+            m,
+            f"must be 0 (all rows) or >= data.min_samples ({d.min_samples})",
+        )

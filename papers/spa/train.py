@@ -24,7 +24,7 @@ import torch
 from transformers import get_cosine_schedule_with_warmup
 
 from papers.spa.claims import LABELS
-from papers.spa.config import Config, OptimConfig
+from papers.spa.config import JUDGE_REFERENCES, Config, OptimConfig
 from papers.spa.method import (
     RollingThreshold,
     distinct_pairs,
@@ -68,17 +68,13 @@ class Runtime:
 
 def make_optimizer(parameters, optim: OptimConfig, total_steps: int):
     """Adam(W) with a constant or warm-up + cosine schedule (paper: AdamW, cosine, 0.1)."""
-    if optim.name not in ("adam", "adamw"):
-        raise ValueError(f"optim.name must be adam or adamw, got {optim.name!r}")
     kind = torch.optim.AdamW if optim.name == "adamw" else torch.optim.Adam
     optimizer = kind(parameters, lr=optim.lr, weight_decay=optim.weight_decay)
     if optim.schedule == "cosine":
         warmup = math.ceil(optim.warmup_ratio * total_steps)
         schedule = get_cosine_schedule_with_warmup(optimizer, warmup, total_steps)
-    elif optim.schedule == "constant":
+    else:  # constant (optim.name and optim.schedule are checked by the schema's choices)
         schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
-    else:
-        raise ValueError(f"optim.schedule must be constant or cosine, got {optim.schedule!r}")
     return optimizer, schedule
 
 
@@ -166,8 +162,6 @@ def train_on_pairs(
     optimizer, schedule = make_optimizer(policy.parameters(), optim, total_steps)
     stateful = {"schedule": schedule}
     rolling = RollingThreshold(s.flag_fraction, s.threshold_window)
-    if s.threshold not in ("minibatch", "rolling"):
-        raise ValueError(f"spa.threshold must be minibatch or rolling, got {s.threshold!r}")
     if s.threshold == "rolling":
         stateful["threshold"] = rolling
     policy, optimizer = accelerator.prepare(policy, optimizer)
@@ -230,9 +224,6 @@ def train_on_pairs(
 
 
 # ------------------------------------------------------------------ the SPA iterations
-
-
-JUDGE_REFERENCES = ("init", "previous", "none")  # spa.judge_reference (paper Table 7)
 
 
 def judge_reference_model(kind: str, pi_init, before_policy):

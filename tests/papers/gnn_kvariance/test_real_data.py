@@ -12,7 +12,6 @@ import pytest
 import torch
 
 from papers.gnn_kvariance import claims
-from papers.gnn_kvariance.config import Config, TaskConfig
 from papers.gnn_kvariance.data import (
     ATOM_TYPES,
     SOLUBILITY_FILES,
@@ -20,7 +19,7 @@ from papers.gnn_kvariance.data import (
     load_solubility_task,
     read_solubility_sdf,
 )
-from papers.gnn_kvariance.train import load_task, real_preflight
+from shared.config import ConfigError, compose
 from tests.helpers import require_assets
 
 TRAIN, TEST = SOLUBILITY_FILES["train"], SOLUBILITY_FILES["test"]
@@ -95,10 +94,10 @@ def test_atom_features_one_hot_with_an_other_column():
 
 
 def test_a_shipped_split_is_refused_where_no_file_ships_one():
-    cfg = Config(tasks={"gnp": TaskConfig(source="gnp", split="shipped")})
-    assert any("only solubility" in p for p in real_preflight(cfg))
-    with pytest.raises(ValueError, match="only .*solubility.* ship a split"):
-        load_task("gnp", cfg.tasks["gnp"], 0, cfg)
+    # refused when the config becomes its dataclass (Config.validate), before any work
+    with pytest.raises(ConfigError, match=r"^tasks\.gnp\.split=.*only solubility ship a split"):
+        compose("gnn_kvariance", "toy", ["tasks.gnp.split=shipped"])
+    compose("gnn_kvariance", "real")  # solubility's shipped split: accepted
 
 
 def results_of(values: dict[str, dict[str, list[float]]]):
