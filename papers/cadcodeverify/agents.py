@@ -447,7 +447,8 @@ class PromptTemplates:
 class LLMAgent:
     """Every role as a chat prompt. A code-only ``generator`` needs a separate VLM
     ``verifier`` (the paper verified CodeLlama's code with GPT-4); by default one model does
-    both."""
+    both. ``gen`` holds the generator's sampling settings (temperature, max_tokens, seed);
+    ``verifier_gen`` a separate verifier's own (default: ``gen``)."""
 
     def __init__(
         self,
@@ -458,6 +459,7 @@ class LLMAgent:
         question_examples: Sequence[tuple[str, list[str]]] = (),
         output_name: str = "output.stl",
         gen: dict | None = None,
+        verifier_gen: dict | None = None,
     ):
         self.generator = generator
         self.verifier = verifier if verifier is not None else generator
@@ -466,10 +468,12 @@ class LLMAgent:
         self.question_examples = list(question_examples)
         self.output_name = output_name
         self.gen = dict(gen or {})
+        self.verifier_gen = dict(verifier_gen) if verifier_gen is not None else self.gen
 
     def _ask(self, chat, text: str, images=()) -> str:
         messages = [{"role": "system", "content": self.t.system}, {"role": "user", "content": text}]
-        return chat.complete(messages, images=tuple(images), **self.gen)
+        settings = self.gen if chat is self.generator else self.verifier_gen
+        return chat.complete(messages, images=tuple(images), **settings)
 
     def _ask_json(self, chat, text: str, images=()):
         """Ask, parse the first JSON block; on failure retry once; None if it fails again."""

@@ -285,6 +285,11 @@ def run_cadprompt_method(method: str, seed: int, run_dir: Path, cfg: Config) -> 
     verifier_chat = chat_from(c.verifier) if c.separate_verifier else None
     gen = {"temperature": c.generator.temperature, "max_tokens": c.generator.max_tokens,
            "seed": seed}  # fmt: skip
+    verifier_gen = (
+        {"temperature": c.verifier.temperature, "max_tokens": c.verifier.max_tokens, "seed": seed}
+        if c.separate_verifier
+        else None
+    )
     executor = SandboxedCadQueryExecutor(SandboxLimits(**asdict(c.sandbox)), c.output_name)
     renderer = MeshRenderer(c.views, c.elevation, c.image_size)
     rounds = 0 if method == "generated" else cfg.refine.rounds
@@ -303,7 +308,7 @@ def run_cadprompt_method(method: str, seed: int, run_dir: Path, cfg: Config) -> 
             agent = LLMAgent(
                 generator, verifier_chat, examples=examples,
                 question_examples=QUESTION_EXAMPLES if c.qa_examples == "few_shot" else (),
-                output_name=c.output_name, gen=gen,
+                output_name=c.output_name, gen=gen, verifier_gen=verifier_gen,
             )  # fmt: skip
             verifier = paper_verifier(method, agent, truth_mesh, rng, cfg)
             history = refine_loop(

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, require, require_at_least, require_positive
+from shared.config import ExperimentConfig, checked, require
+
+# method.ModelSpec.variance_profile and data.simulate's noise: h = 1 | h = (offset + |x|_1)^2
+VARIANCE_PROFILES = ("constant", "abs_linear")
+SIMULATED = "simulated"
+# data.load_real's sources (data.REAL_SOURCES; data.py imports this module, not the reverse)
+DATA_SOURCES = (SIMULATED, "diabetes", "csv", "california_housing")
 
 
 @dataclass
@@ -12,9 +18,11 @@ class CandidateConfig:
     """One candidate Bayesian model: NIG regression on polynomial features."""
 
     name: str = "linear"
-    degree: int = 1  # features [1, x, ..., x^degree] per input column
-    variance: str = "constant"  # constant (h = 1) | abs_linear (h = (offset + |x|_1)^2)
-    variance_offset: float = 0.2
+    # features [1, x, ..., x^degree] per input column (0: the intercept alone)
+    degree: int = checked(1, ge=0)
+    # constant (h = 1) | abs_linear (h = (offset + |x|_1)^2)
+    variance: str = checked("constant", choices=VARIANCE_PROFILES)
+    variance_offset: float = checked(0.2, gt=0)  # h > 0 at x = 0
     # Real tables: the input columns the model reads, by name (a feature subset, brief Sec. 6);
     # None: every input column. An unknown name is refused, listing the table's columns.
     columns: list[str] | None = None
@@ -26,37 +34,41 @@ class SettingConfig:
 
     # simulated | diabetes (scikit-learn's bundled table, through shared.assets) |
     # california_housing (scikit-learn's local cache under data_root) | csv (any numeric table)
-    source: str = "simulated"
+    source: str = checked(SIMULATED, choices=DATA_SOURCES)
     # source=csv: the file, and the name of its response column; every other column is an
     # input (a missing column or a value that is not numeric is refused, naming file and column)
     path: str | None = None
     target: str | None = None
     # simulated: y = sum_k coefficients[k] x^k + noise_scale * s(x) * N(0, 1), x ~ U(x_low, x_high)
-    coefficients: list[float] = field(default_factory=lambda: [0.5, 1.0, 1.5])
-    noise: str = "constant"  # constant (s = 1) | abs_linear (s = noise_offset + |x|)
-    noise_offset: float = 0.2
-    noise_scale: float = 1.0
-    x_low: float = -2.0
-    x_high: float = 2.0
+    coefficients: list[float] = checked(
+        factory=lambda: [0.5, 1.0, 1.5], free="a polynomial coefficient may be any real"
+    )
+    # constant (s = 1) | abs_linear (s = noise_offset + |x|)
+    noise: str = checked("constant", choices=VARIANCE_PROFILES)
+    noise_offset: float = checked(0.2, ge=0)
+    noise_scale: float = checked(1.0, ge=0)
+    x_low: float = checked(-2.0, free="an end of the input interval may be any real")
+    x_high: float = checked(2.0, free="an end of the input interval may be any real")
     true_model: str | None = None  # the data-generating candidate, if it is one of them
     models: list[CandidateConfig] = field(default_factory=list)
     # Prior model probabilities p(M_k), one positive weight per entry of ``models`` and in its
     # order, normalised to sum to 1 by us. None: uniform, p(M_k) = 1/K, the paper's default
     # (brief Sec. 3: "prior model probability p(M_k) (uniform by default)").
-    model_prior: list[float] | None = None
+    model_prior: list[float] | None = checked(None, gt=0)
     # Per-setting overrides of the experiment-wide sizes (None: use the experiment's).
-    n_train: int | None = None
-    n_test: int | None = None
-    replications: int | None = None
+    n_train: int | None = checked(None, ge=1)
+    n_test: int | None = checked(None, ge=1)
+    replications: int | None = checked(None, ge=1)
     coverage_only: bool = False  # evaluate pi(Y_true) only: no grid, no set sizes
-    checkpoint_every: int | None = None  # replications between checkpoints (None: experiment's)
+    # replications between checkpoints (None: experiment's)
+    checkpoint_every: int | None = checked(None, ge=1)
 
 
 @dataclass
 class PriorConfig:
-    g: float = 100.0  # beta | sigma^2 ~ N(0, sigma^2 g I)
-    a0: float = 1.0  # sigma^2 ~ InvGamma(a0, b0)
-    b0: float = 1.0
+    g: float = checked(100.0, gt=0)  # beta | sigma^2 ~ N(0, sigma^2 g I)
+    a0: float = checked(1.0, gt=0)  # sigma^2 ~ InvGamma(a0, b0)
+    b0: float = checked(1.0, gt=0)
 
 
 @dataclass
@@ -65,18 +77,21 @@ class Config(ExperimentConfig):
     methods: list[str] = field(default_factory=lambda: ["cb", "cbma"])
     # name -> setting; null disables a setting inherited from another config file
     settings: dict[str, SettingConfig | None] = field(default_factory=dict)
-    alpha: float = 0.1  # miscoverage level
-    n_train: int = 100
-    n_test: int = 50  # test points per replication
-    replications: int = 40  # drawn in sequence from one generator per setting
-    grid_size: int = 400  # G, y-grid points
-    grid_margin_sd: float = 3.0  # grid = [min y - m sd y, max y + m sd y]
+    alpha: float = checked(0.1, gt=0, lt=1)  # miscoverage level
+    n_train: int = checked(100, ge=1)
+    n_test: int = checked(50, ge=1)  # test points per replication
+    # drawn in sequence from one generator per setting
+    replications: int = checked(40, ge=1)
+    grid_size: int = checked(400, ge=2)  # G, y-grid points
+    # grid = [min y - m sd y, max y + m sd y]
+    grid_margin_sd: float = checked(3.0, gt=0)
     prior: PriorConfig = field(default_factory=PriorConfig)
-    split_conformal_degree: int = 2  # OLS features of the split-conformal baseline
+    # OLS features of the split-conformal baseline (0: the intercept alone)
+    split_conformal_degree: int = checked(2, ge=0)
     data_root: str | None = None  # local folder for real data sets (never downloaded)
     standardise: bool = False  # standardise x and y on the training split (real data)
-    plot_x_points: int = 60  # x values of the prediction-band plot
-    checkpoint_every: int = 10  # replications between checkpoints
+    plot_x_points: int = checked(60, ge=1)  # x values of the prediction-band plot
+    checkpoint_every: int = checked(10, ge=1)  # replications between checkpoints
     # Also report every interval's mean length relative to the shortest and the longest
     # single-candidate CB length (length_over_best_cb, length_over_worst_cb) and CBMA's mean
     # weight on each candidate at the true y (weight_<model>): the real rung's claims
@@ -84,16 +99,52 @@ class Config(ExperimentConfig):
 
     def validate(self) -> None:
         super().validate()
-        require(0 < self.alpha < 1, "alpha", self.alpha, "must be in (0, 1)")
-        for key in ("n_train", "n_test", "replications", "checkpoint_every", "plot_x_points"):
-            require_at_least(key, getattr(self, key), 1)
-        require_at_least("grid_size", self.grid_size, 2)
-        require_positive("grid_margin_sd", self.grid_margin_sd)
         for name, setting in self.settings.items():
             if setting is None:  # disabled
                 continue
-            for key in ("n_train", "n_test", "replications", "checkpoint_every"):
-                value = getattr(setting, key)
-                if value is not None:
-                    require_at_least(f"settings.{name}.{key}", value, 1)
-            require(bool(setting.models), f"settings.{name}.models", [], "name at least one model")
+            key = f"settings.{name}"
+            names = [m.name for m in setting.models]
+            require(bool(names), f"{key}.models", [], "name at least one model")
+            # the rows cb_<name> and the weights weight_<name> are keyed by the model's name
+            require(len(set(names)) == len(names), f"{key}.models", names, "names a model twice")
+            # log_model_prior: one weight per model, in its order
+            if setting.model_prior is not None:
+                require(
+                    len(setting.model_prior) == len(names),
+                    f"{key}.model_prior",
+                    setting.model_prior,
+                    f"must hold one weight per model ({len(names)}: {names})",
+                )
+            # run_setting reports CBMA's weight on the true model only when it is a candidate
+            if setting.true_model is not None:
+                require(
+                    setting.true_model in names,
+                    f"{key}.true_model",
+                    setting.true_model,
+                    f"choose one of {key}.models: {', '.join(names)}",
+                )
+            if setting.source != SIMULATED:
+                continue
+            # simulated data have one unnamed input column
+            for k, model in enumerate(setting.models):
+                require(
+                    model.columns is None,
+                    f"{key}.models.{k}.columns",
+                    model.columns,
+                    "only a real table has named columns (simulated data have one input)",
+                )
+            require(
+                setting.x_low < setting.x_high,
+                f"{key}.x_low",
+                setting.x_low,
+                f"must be < {key}.x_high ({setting.x_high})",
+            )
+            # method.check_inputs: each candidate's 1 + degree parameters need as many points
+            n_train = setting.n_train or self.n_train
+            for k, model in enumerate(setting.models):
+                require(
+                    n_train >= 1 + model.degree,
+                    f"{key}.models.{k}.degree",
+                    model.degree,
+                    f"has {1 + model.degree} parameters, more than n_train ({n_train}) points",
+                )

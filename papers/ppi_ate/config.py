@@ -4,7 +4,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, require, require_at_least, require_choice
+from shared.config import ExperimentConfig, checked, require
+
+# model.outcome_factory, model.propensity_factory, train.intervals' CATE models
+OUTCOME_LEARNERS = ("spline", "linear", "gradient_boosting")
+PROPENSITY_LEARNERS = ("logistic", "gradient_boosting", "constant")
+CATE_LEARNERS = ("t_learner", "dr_learner")
+GENERATORS = ("closed_form", "gp", "real")
+REAL = "real"
+D1_DESIGNS = ("rct", "observational")
+# data.REAL_DATASETS' names (data.py imports this module, not the reverse); "" = none
+REAL_DATASET_NAMES = ("black_politicians", "thornton_hiv", "nsw_cps")
+AIPW_VARIANTS = ("correct", "official_code")  # method.AIPW_VARIANTS
+# method.split_d2: D2 is cut into a training and an evaluation half of at least two rows each
+MIN_D2_ROWS = 4
+
+
+def _check_clip(key: str, clip: list[float]) -> None:
+    """A [low, high] clip of propensities (np.clip(e, *clip)); the entries' range is a bound."""
+    require(len(clip) == 2, key, clip, "must be [low, high]")
+    require(clip[0] <= clip[1], key, clip, "must be [low, high] with low <= high")
 
 
 @dataclass
@@ -12,20 +31,24 @@ class LearnerConfig:
     """scikit-learn nuisance and CATE learners (see papers/ppi_ate/model.py)."""
 
     # D2's CATE model and its nuisances
-    outcome: str = "spline"  # spline | linear | gradient_boosting (per-arm regressions)
-    propensity: str = "logistic"  # logistic | gradient_boosting (the DR-learner's)
-    cate: str = "t_learner"  # D2 CATE model: t_learner | dr_learner (linear final stage)
+    # spline | linear | gradient_boosting (per-arm regressions)
+    outcome: str = checked("spline", choices=OUTCOME_LEARNERS)
+    # logistic | gradient_boosting (the DR-learner's)
+    propensity: str = checked("logistic", choices=PROPENSITY_LEARNERS)
+    # D2 CATE model: t_learner | dr_learner (linear final stage)
+    cate: str = checked("t_learner", choices=CATE_LEARNERS)
     # D1's AIPW nuisances (cross-fitted); the same choices as outcome / propensity
-    d1_outcome: str = "spline"
+    d1_outcome: str = checked("spline", choices=OUTCOME_LEARNERS)
     # logistic | gradient_boosting | constant (the training folds' treated share: an RCT's
     # design propensity estimated by its arm share); unused when the propensity is known
-    d1_propensity: str = "logistic"
-    n_knots: int = 6  # spline: SplineTransformer knots
-    spline_degree: int = 3
-    gb_n_estimators: int = 100  # gradient boosting (sklearn defaults)
-    gb_max_depth: int = 3
-    n_folds: int = 2  # cross-fitting folds for D1's nuisances (and the DR-learner's)
-    propensity_clip: list[float] = field(default_factory=lambda: [0.01, 0.99])
+    d1_propensity: str = checked("logistic", choices=PROPENSITY_LEARNERS)
+    n_knots: int = checked(6, ge=2)  # spline: SplineTransformer knots (it needs two)
+    spline_degree: int = checked(3, ge=0)
+    gb_n_estimators: int = checked(100, ge=1)  # gradient boosting (sklearn defaults)
+    gb_max_depth: int = checked(3, ge=1)
+    n_folds: int = checked(2, ge=2)  # cross-fitting folds for D1's nuisances (and the DR-learner's)
+    # [low, high]: estimated propensities clipped into (0, 1)
+    propensity_clip: list[float] = checked(factory=lambda: [0.01, 0.99], gt=0, lt=1)
 
 
 @dataclass
@@ -34,40 +57,48 @@ class SettingConfig:
 
     # closed_form (the brief's toy DGP) | gp (official DGP) | real (an experiment a package
     # ships, configs/ppi_ate/real.yaml: D1 a random subset, D2 the rest, confounded)
-    generator: str = "closed_form"
-    d1_design: str = "rct"  # rct (known P(A=1)) | observational (estimated propensity)
-    rct_propensity: float = 0.5
+    generator: str = checked("closed_form", choices=GENERATORS)
+    # rct (known P(A=1)) | observational (estimated propensity)
+    d1_design: str = checked("rct", choices=D1_DESIGNS)
+    rct_propensity: float = checked(0.5, gt=0, lt=1)
     use_known_propensity: bool = True  # RCT: plug in the known value instead of estimating
-    n_d1: int = 200
-    n_d2: int = 4000  # split into halves: CATE training / measure of fit
+    n_d1: int = checked(200, ge=0)  # real nsw_cps: 0 = all of NSW (below)
+    n_d2: int = checked(4000, ge=0)  # split into halves: CATE training / measure of fit
     # closed_form: mu0 = 1 + 0.5x + 2u, mu1 = mu0 + 1 + 3 sin(3x) + 2x^2 + u, Y = mu_A + sd eps
-    noise_sd: float = 0.5
-    d1_propensity_slope: float = 0.8  # observational D1: e(x) = sigmoid(slope x)
-    d2_propensity_x: float = 0.5  # D2: e(x, u) = clip(sigmoid(bx x + bu u), clip)
-    d2_propensity_u: float = 2.0
-    d2_propensity_clip: list[float] = field(default_factory=lambda: [0.05, 0.95])
+    noise_sd: float = checked(0.5, ge=0)
+    # observational D1: e(x) = sigmoid(slope x)
+    d1_propensity_slope: float = checked(0.8, free="a logistic slope may take either sign")
+    # D2: e(x, u) = clip(sigmoid(bx x + bu u), clip)
+    d2_propensity_x: float = checked(0.5, free="a logistic slope may take either sign")
+    d2_propensity_u: float = checked(2.0, free="a logistic slope may take either sign")
+    d2_propensity_clip: list[float] = checked(factory=lambda: [0.05, 0.95], gt=0, lt=1)
     # gp (official synthetic DGP, brief Sec. 6): GP outcome surfaces on [-1, 1]^2
-    gp_data_seed: int = 17
-    gp_grid_points: int = 51
-    gp_variance: float = 5.0
-    gp_outcome0_lengthscale: list[float] = field(default_factory=lambda: [1.0, 1.0])
-    gp_outcome0_linear: list[float] = field(default_factory=lambda: [1.0, 1.0])
-    gp_outcome1_lengthscale: list[float] = field(default_factory=lambda: [0.5, 0.5])
-    gp_outcome1_linear: list[float] = field(default_factory=lambda: [5.0, 5.0])
-    gp_selection_lengthscale: list[float] = field(default_factory=lambda: [1.0, 1.0e6])
-    gp_selection_linear: list[float] = field(default_factory=lambda: [0.0, 0.0])
-    gp_treatment_lengthscale: list[float] = field(default_factory=lambda: [1.0e6, 0.5])
-    gp_treatment_linear: list[float] = field(default_factory=lambda: [0.0, 10.0])
-    gp_propensity_clip: list[float] = field(default_factory=lambda: [0.1, 0.9])
+    gp_data_seed: int = checked(17, ge=0)
+    # the bicubic spline through the grid needs four points per axis
+    gp_grid_points: int = checked(51, ge=4)
+    gp_variance: float = checked(5.0, gt=0)
+    # per axis (x, u), or one value for both: RBF lengthscales > 0, linear-kernel weights >= 0
+    gp_outcome0_lengthscale: list[float] = checked(factory=lambda: [1.0, 1.0], gt=0)
+    gp_outcome0_linear: list[float] = checked(factory=lambda: [1.0, 1.0], ge=0)
+    gp_outcome1_lengthscale: list[float] = checked(factory=lambda: [0.5, 0.5], gt=0)
+    gp_outcome1_linear: list[float] = checked(factory=lambda: [5.0, 5.0], ge=0)
+    gp_selection_lengthscale: list[float] = checked(factory=lambda: [1.0, 1.0e6], gt=0)
+    gp_selection_linear: list[float] = checked(factory=lambda: [0.0, 0.0], ge=0)
+    gp_treatment_lengthscale: list[float] = checked(factory=lambda: [1.0e6, 0.5], gt=0)
+    gp_treatment_linear: list[float] = checked(factory=lambda: [0.0, 10.0], ge=0)
+    gp_propensity_clip: list[float] = checked(factory=lambda: [0.1, 0.9], gt=0, lt=1)
     # real (data.REAL_DATASETS): black_politicians | thornton_hiv | nsw_cps
-    real_dataset: str = ""
+    real_dataset: str = checked("", choices=("", *REAL_DATASET_NAMES))
     # W: a D1 covariate that D2's treatment selection depends on and D2's covariates leave out
     # ("" = none). D2 keeps treated units with probability proportional to p(W) and controls
     # to 1 - p(W), p = clip(sigmoid(logit(pi) + selection_strength u(W)), d2_propensity_clip),
     # u(W) = W's rank mapped to [-1, 1]: P(A = 1 | W) in D2 becomes p(W), P(X) stays the
     # experiment's (data.confounded_keep_probability). nsw_cps: no selection, W only dropped.
     hidden_covariate: str = ""
-    selection_strength: float = 2.0  # the toy's coefficient 2 on U ~ U[-1, 1]
+    # the toy's coefficient 2 on U ~ U[-1, 1]
+    selection_strength: float = checked(
+        2.0, free="a selection coefficient may take either sign (it reverses the selection)"
+    )
     # real: n_d1 = D1's size (a random subset; nsw_cps: 0 = all of NSW); n_d2 = 0 keeps every
     # unit D2's selection keeps, n_d2 > 0 caps D2 at that many (a random subset)
 
@@ -77,31 +108,65 @@ class Config(ExperimentConfig):
     # aipw (D1 only), ppi, d2_only; ablation: ppi_fit_on_d1 (measure of fit on D1's own X)
     methods: list[str] = field(default_factory=lambda: ["aipw", "ppi", "d2_only"])
     settings: dict[str, SettingConfig | None] = field(default_factory=dict)
-    alpha: float = 0.05
-    replications: int = 300  # independent replications drawn in sequence from one stream
-    aipw_variant: str = "correct"  # correct | official_code (operator-precedence quirk)
+    alpha: float = checked(0.05, gt=0, lt=1)
+    # independent replications drawn in sequence from one stream
+    replications: int = checked(300, ge=1)
+    # correct | official_code (operator-precedence quirk)
+    aipw_variant: str = checked("correct", choices=AIPW_VARIANTS)
     learners: LearnerConfig = field(default_factory=LearnerConfig)
-    checkpoint_every: int = 50  # replications between checkpoints
-    plot_replications: int = 40  # intervals drawn in the plot
+    checkpoint_every: int = checked(50, ge=1)  # replications between checkpoints
+    plot_replications: int = checked(40, ge=0)  # intervals drawn in the plot
     # real settings: covariate-shift check of D1's against D2's covariates (method.shift_check)
-    shift_alpha: float = 0.05  # family-wise level of the per-covariate z-tests (Bonferroni)
-    shift_smd: float = 0.1  # ... and a standardised mean difference above this to flag
+    # family-wise level of the per-covariate z-tests (Bonferroni)
+    shift_alpha: float = checked(0.05, gt=0, lt=1)
+    # ... and a standardised mean difference above this to flag
+    shift_smd: float = checked(0.1, ge=0)
 
     def validate(self) -> None:
         super().validate()
-        require(0 < self.alpha < 1, "alpha", self.alpha, "must be in (0, 1)")
-        require(0 < self.shift_alpha < 1, "shift_alpha", self.shift_alpha, "must be in (0, 1)")
-        require_at_least("replications", self.replications, 1)
-        require_at_least("checkpoint_every", self.checkpoint_every, 1)
-        require_at_least("plot_replications", self.plot_replications, 0)
-        require_choice("aipw_variant", self.aipw_variant, ("correct", "official_code"))
-        require_at_least("learners.n_folds", self.learners.n_folds, 2)
+        _check_clip("learners.propensity_clip", self.learners.propensity_clip)
         for name, setting in self.settings.items():
             if setting is None:  # disabled
                 continue
-            require_choice(
-                f"settings.{name}.generator", setting.generator, ("closed_form", "gp", "real")
+            key = f"settings.{name}"
+            real = setting.generator == REAL
+            _check_clip(f"{key}.d2_propensity_clip", setting.d2_propensity_clip)
+            _check_clip(f"{key}.gp_propensity_clip", setting.gp_propensity_clip)
+            # data.load_real reads the experiment real_dataset names
+            require(
+                not real or bool(setting.real_dataset),
+                f"{key}.real_dataset",
+                setting.real_dataset,
+                f"generator=real needs one of {', '.join(REAL_DATASET_NAMES)}",
             )
-            require_choice(
-                f"settings.{name}.d1_design", setting.d1_design, ("rct", "observational")
+            # D2's CATE model trains on one half and is measured on the other (method.split_d2);
+            # real: n_d2 = 0 keeps every unit the selection keeps
+            require(
+                setting.n_d2 >= MIN_D2_ROWS or (real and setting.n_d2 == 0),
+                f"{key}.n_d2",
+                setting.n_d2,
+                f"must be >= {MIN_D2_ROWS} (two halves of two rows)"
+                + (" or 0 (every unit kept)" if real else ""),
             )
+            # cross-fitting gives each of the learners.n_folds folds of D1 a row at least;
+            # real: n_d1 = 0 takes all of the experiment (nsw_cps)
+            n_folds = self.learners.n_folds
+            require(
+                setting.n_d1 >= n_folds or (real and setting.n_d1 == 0),
+                f"{key}.n_d1",
+                setting.n_d1,
+                f"must be >= learners.n_folds ({n_folds})" + (" or 0 (all)" if real else ""),
+            )
+            if setting.generator != "gp":
+                continue
+            # data.rbf_linear_kernel scales the two inputs (x, u) by these, entry by entry
+            for kind in ("outcome0", "outcome1", "selection", "treatment"):
+                for part in ("lengthscale", "linear"):
+                    field_name = f"gp_{kind}_{part}"
+                    values = getattr(setting, field_name)
+                    require(
+                        len(values) in (1, 2),
+                        f"{key}.{field_name}",
+                        values,
+                        "must hold one value per input (x, u), or one for both",
+                    )

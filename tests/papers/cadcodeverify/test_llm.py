@@ -96,3 +96,24 @@ def test_hf_local_chat_loads_a_tiny_text_model_from_a_folder(tmp_path):
         chat.complete([{"role": "user", "content": "look"}], images=(PNG,), max_tokens=2)
     with pytest.raises(FileNotFoundError, match="model_dir"):
         HFLocalChat(tmp_path / "absent")
+
+
+def test_a_separate_verifier_samples_with_its_own_settings():
+    """cadprompt.verifier.temperature and max_tokens reach the verifier's requests; the
+    generator keeps its own (one model: the generator's settings for every role)."""
+    with (
+        StubChat(lambda body: "```python\nx = 1\n```") as gen_stub,
+        StubChat(lambda body: '["Is there a hole?"]') as ver_stub,
+    ):
+        agent = LLMAgent(
+            OpenAICompatChat(gen_stub.base_url, "g", None, 10),
+            OpenAICompatChat(ver_stub.base_url, "v", None, 10),
+            gen={"temperature": 0.0, "max_tokens": 50},
+            verifier_gen={"temperature": 0.7, "max_tokens": 9},
+        )
+        agent.generate_code("a plate")
+        agent.make_questions("a plate")
+    assert (gen_stub.requests[0]["temperature"], gen_stub.requests[0]["max_tokens"]) == (0.0, 50)
+    assert (ver_stub.requests[0]["temperature"], ver_stub.requests[0]["max_tokens"]) == (0.7, 9)
+    one_model = LLMAgent(object(), gen={"temperature": 0.2})
+    assert one_model.verifier_gen == one_model.gen

@@ -8,7 +8,7 @@ import pytest
 
 from papers.conformal_bma import train
 from papers.conformal_bma.train import CALIFORNIA_CACHE, log_model_prior, preflight, run_setting
-from shared.config import compose
+from shared.config import ConfigError, compose
 from shared.experiment import enabled_settings
 
 
@@ -26,9 +26,13 @@ def test_model_prior_is_normalised():
     np.testing.assert_allclose(np.exp(log_prior), [0.25, 0.5, 0.25], rtol=1e-12)
 
 
-@pytest.mark.parametrize(
-    "weights", ["[0.5,0.5]", "[1.0,0.0,1.0]", "[1.0,-1.0,1.0]", "[1.0,inf,1.0]"]
-)
+@pytest.mark.parametrize("weights", ["[0.5,0.5]", "[1.0,0.0,1.0]", "[1.0,-1.0,1.0]"])
+def test_a_bad_model_prior_is_refused_at_start_naming_the_key(weights):
+    with pytest.raises(ConfigError, match=r"^settings\.quadratic\.model_prior="):
+        compose("conformal_bma", "toy", [f"settings.quadratic.model_prior={weights}"])
+
+
+@pytest.mark.parametrize("weights", ["[1.0,inf,1.0]"])
 def test_a_bad_model_prior_is_refused_naming_the_key(weights):
     cfg = compose("conformal_bma", "toy", [f"settings.quadratic.model_prior={weights}"])
     with pytest.raises(ValueError, match=r"settings\.quadratic\.model_prior must hold one"):

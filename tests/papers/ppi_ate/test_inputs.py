@@ -13,7 +13,7 @@ from papers.ppi_ate.config import SettingConfig
 from papers.ppi_ate.data import Dataset
 from papers.ppi_ate.method import aipw_pseudo_outcomes, check_dataset, z_quantile
 from papers.ppi_ate.train import intervals
-from shared.config import compose
+from shared.config import ConfigError, compose
 
 METHODS = ["aipw", "ppi", "d2_only"]
 
@@ -195,14 +195,13 @@ def test_intervals_name_d2_for_bad_d2(toy_cfg):
 
 @pytest.mark.parametrize("propensity", [0.0, 1.0])
 def test_intervals_reject_degenerate_known_propensity(toy_cfg, propensity):
+    # refused at start, when the config becomes its dataclass (a declared bound)
+    with pytest.raises(ConfigError, match=r"^settings\.rct\.rct_propensity="):
+        compose("ppi_ate", "toy", [f"settings.rct.rct_propensity={propensity}"])
     d1, d2 = _pair()
     setting = dataclasses.replace(toy_cfg.settings["rct"], rct_propensity=propensity)
     assert setting.d1_design == "rct" and setting.use_known_propensity
-    with pytest.raises(ValueError) as excinfo:
-        intervals(d1, d2, setting, toy_cfg, METHODS, np.random.default_rng(0))
-    message = _message(excinfo)
-    assert "D1" in message and "rct_propensity" in message, message
-    # estimated instead of plugged in: the degenerate config value is never used
+    # estimated instead of plugged in: intervals never reads the degenerate value
     estimated = dataclasses.replace(setting, use_known_propensity=False)
     out = intervals(d1, d2, estimated, toy_cfg, METHODS, np.random.default_rng(0))
     assert np.isfinite(out["aipw"].half_width)

@@ -16,7 +16,7 @@ from papers.t2v_turbo_v2 import paper_scale as P
 from papers.t2v_turbo_v2.data import centroid_direction, make_toy_data
 from papers.t2v_turbo_v2.model import SpaceTimeUNet, TextEncoder
 from papers.t2v_turbo_v2.prepare import load_assets, train_teacher
-from shared.config import compose
+from shared.config import ConfigError, compose
 
 
 def test_sprite_directions_are_recovered_from_centroids():
@@ -99,12 +99,11 @@ def test_teacher_run_resumes_bit_for_bit_and_refuses_a_longer_checkpoint(tmp_pat
         run("chunked", 2, 1)
 
 
-def test_solver_grid_that_does_not_divide_fails_at_start(tmp_path):
-    from papers.t2v_turbo_v2.train import run
-
-    cfg = compose("t2v_turbo_v2", "smoke", ["schedule.solver_steps=30"])
+def test_solver_grid_that_does_not_divide_fails_at_start():
+    with pytest.raises(ConfigError, match="schedule.solver_steps=30: must divide"):
+        compose("t2v_turbo_v2", "smoke", ["schedule.solver_steps=30"])
     with pytest.raises(ValueError, match="solver_steps=30"):
-        run(cfg, tmp_path)
+        M.SolverGrid.build(1000, 30)
 
 
 def test_a_run_folder_made_with_other_assets_is_refused(tmp_path):
@@ -214,8 +213,11 @@ def test_readme_lists_the_committed_assets_sha256():
 def test_more_records_than_the_training_set_holds_are_named():
     from papers.t2v_turbo_v2.train import build_records
 
-    cfg = compose("t2v_turbo_v2", "toy", ["preprocess.n_motion=100000"])
+    with pytest.raises(ConfigError, match="preprocess.n_motion=100000: .* data.n_train"):
+        compose("t2v_turbo_v2", "toy", ["preprocess.n_motion=100000"])
+    # within data.n_train, but more than its ~2,000 moving clips with a short caption
+    cfg = compose("t2v_turbo_v2", "toy", ["preprocess.n_motion=4000"])
     schedule = M.NoiseSchedule.from_config(cfg.schedule)
     grid = M.SolverGrid.build(1000, cfg.schedule.solver_steps)
-    with pytest.raises(ValueError, match="100000 motion .* moving with a short caption"):
+    with pytest.raises(ValueError, match="4000 motion .* moving with a short caption"):
         build_records(cfg, {}, schedule, grid, progress=False)
