@@ -75,6 +75,16 @@ def require_at_most(key: str, value: float, limit: float, limit_name: str) -> No
     require(value <= limit, key, value, f"must be <= {limit_name}")
 
 
+def require_multiple(key: str, value: int, divisor: int, divisor_name: str) -> None:
+    """``value`` is a whole multiple of another key's ``divisor`` (a width split into heads)."""
+    require(value % divisor == 0, key, value, f"must be a multiple of {divisor_name} ({divisor})")
+
+
+def require_divides(key: str, value: int, multiple: int, multiple_name: str) -> None:
+    """``value`` divides another key's ``multiple`` (heads shared by whole query groups)."""
+    require(multiple % value == 0, key, value, f"must divide {multiple_name} ({multiple})")
+
+
 def require_choice(key: str, value: Any, choices: Any) -> None:
     require(value in choices, key, value, f"choose one of {', '.join(map(str, choices))}")
 

@@ -25,6 +25,8 @@ from shared.config import (
     Bounds,
     ConfigError,
     bounded_fields,
+    check_bounds,
+    checked,
     compose_dict,
     has_real_rung,
     lookup,
@@ -133,18 +135,69 @@ def test_generated_bad_values_are_refused_at_start_naming_the_key(slug):
         for key, spec, bounds, value in bounded_fields(root):
             if bounds is None:
                 continue
+            shipped = OmegaConf.select(cfg, key)
+            if OmegaConf.is_config(shipped):
+                shipped = OmegaConf.to_container(shipped)
             for bad in bad_values(bounds, value, root, str(spec.type)):
                 cases += 1
-                trial = cfg.copy()
-                OmegaConf.update(trial, key, bad, merge=False)
+                # set in place and put back (a copy of the composed config per case would cost
+                # most of this test's time)
+                OmegaConf.update(cfg, key, bad, merge=False)
                 try:
-                    to_object(trial)
+                    to_object(cfg)
                 except ConfigError as error:
                     message = str(error)
                     if "\n" in message or not message.startswith(f"{key}="):
                         misnamed.append(f"{scale} {key}={bad!r}: {message}")
                 else:
                     accepted.append(f"{scale} {key}={bad!r}")
+                finally:
+                    OmegaConf.update(cfg, key, shipped, merge=False)
+        assert to_object(cfg) == root, f"{slug} {scale}: the config was not put back"
     assert cases, f"{slug}: no bounds declared"
     assert not accepted, f"{slug}: accepted {accepted}"
     assert not misnamed, f"{slug}: refused without naming the key first: {misnamed}"
+
+
+@dataclasses.dataclass
+class _Section:
+    count: int = checked(3, ge=1)
+    names: list[str] = checked(factory=lambda: ["a"], choices=("a", "b"))
+    position: int = checked(0, ge=0, lt_key="section.items")
+    items: list[int] = checked(factory=lambda: [1, 2], gt=0)
+    limit: float | None = checked(None, le_key="section.count")
+
+
+@dataclasses.dataclass
+class _Root:
+    section: _Section = dataclasses.field(default_factory=_Section)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"count": 0}, "section.count=0: must be >= 1"),
+        ({"names": ["a", "c"]}, "section.names=['a', 'c']: unknown ['c']; choose from a, b"),
+        ({"position": 2}, "section.position=2: must be < section.items (2)"),
+        ({"items": [1, 0]}, "section.items=[1, 0]: every entry must be > 0"),
+        ({"limit": 3.5}, "section.limit=3.5: must be <= section.count (3)"),
+    ],
+)
+def test_check_bounds_hand_cases(change, message):
+    root = _Root(_Section(**change))
+    with pytest.raises(ConfigError) as error:
+        check_bounds(root)
+    assert str(error.value) == message
+
+
+def test_check_bounds_accepts_the_edges_and_skips_unset_values():
+    check_bounds(_Root(_Section(count=1, position=1, limit=1.0)))  # the edges hold
+    check_bounds(_Root(_Section(limit=None)))  # None: unset, not checked
+    keys = [key for key, *_ in bounded_fields(_Root())]
+    assert keys == [f"section.{name}" for name in ("count", "names", "position", "items", "limit")]
+
+
+def test_a_number_declares_a_bound_or_says_why_it_is_free():
+    with pytest.raises(TypeError, match="state a bound"):
+        checked(1.0)
+    assert checked(0.0, free="an offset may be any real").metadata[BOUNDS_METADATA].free

@@ -9,8 +9,9 @@ from shared.config import ExperimentConfig, checked, require
 # method.ModelSpec.variance_profile and data.simulate's noise: h = 1 | h = (offset + |x|_1)^2
 VARIANCE_PROFILES = ("constant", "abs_linear")
 SIMULATED = "simulated"
-# data.load_real's sources (data.REAL_SOURCES; data.py imports this module, not the reverse)
-DATA_SOURCES = (SIMULATED, "diabetes", "csv", "california_housing")
+# data.load_real's sources (data.py imports them; it imports this module, not the reverse)
+REAL_SOURCES = ("diabetes", "csv", "california_housing")
+DATA_SOURCES = (SIMULATED, *REAL_SOURCES)
 
 
 @dataclass

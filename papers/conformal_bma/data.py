@@ -23,13 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
-from papers.conformal_bma.config import SettingConfig
+from papers.conformal_bma.config import REAL_SOURCES, SettingConfig
 
 # scikit-learn's DESCR of the diabetes set names the ten columns of diabetes_data_raw in order.
 DIABETES_COLUMNS = ("age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6")
 DIABETES_ROWS = 442
 DIABETES_DATA, DIABETES_TARGET = "diabetes_data_raw.csv.gz", "diabetes_target.csv.gz"
-REAL_SOURCES = ("diabetes", "csv", "california_housing")
 
 
 class RealDataError(ValueError):

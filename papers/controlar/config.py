@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, LoopConfig, checked, require
+from shared.config import ExperimentConfig, LoopConfig, checked, require, require_multiple
 
 # transformers' ACT2FN names (model.activation is passed to GPT2Config as activation_function)
 ACTIVATIONS = (
@@ -191,17 +191,11 @@ class Config(ExperimentConfig):
         require(
             m.patch == t.patch, "model.patch", m.patch, f"must equal tokenizer.patch ({t.patch})"
         )
-        require(
-            m.image_size % m.patch == 0,
-            "model.image_size",
-            m.image_size,
-            f"must be a multiple of model.patch ({m.patch})",
-        )
+        require_multiple("model.image_size", m.image_size, m.patch, "model.patch")
         require(
             m.vocab_size == t.n_codes,
             "model.vocab_size",
             m.vocab_size,
             f"must equal tokenizer.n_codes ({t.n_codes})",
         )
-        heads = f"must be a multiple of model.n_heads ({m.n_heads})"
-        require(m.dim % m.n_heads == 0, "model.dim", m.dim, heads)
+        require_multiple("model.dim", m.dim, m.n_heads, "model.n_heads")

@@ -19,7 +19,7 @@ from shared.config import (
 
 REFINE_METRICS = ("modularity", "conductance")  # the "M" variant's graph metric (Sec. 3.3)
 GLOBAL_POSITIONS = ("one_angle", "true")  # memory.LayerMemory's two position schemes
-DTYPES = ("float32", "bfloat16", "float16")  # the names of model.DTYPES
+DTYPES = ("float32", "bfloat16", "float16")  # the keys of model.DTYPES (a test checks them)
 MIN_PASSKEY_TOKENS = 64  # real.py's check_real: shortest real pass-key document
 
 

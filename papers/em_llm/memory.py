@@ -32,7 +32,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from papers.em_llm.config import MemoryConfig
+from papers.em_llm.config import GLOBAL_POSITIONS, MemoryConfig
 from papers.em_llm.method import (
     contiguity_split,
     form_events,
@@ -80,7 +80,7 @@ class LayerMemory:
         sliding_window: bool = False,
         reserve_tokens: int = 0,
     ):
-        if cfg.global_positions not in ("one_angle", "true"):
+        if cfg.global_positions not in GLOBAL_POSITIONS:
             raise ValueError(
                 f"global_positions must be one_angle or true, not {cfg.global_positions!r}"
             )

@@ -42,6 +42,7 @@ from shared.llama import (
     tiny_llama,
 )
 
+# keyed by config.DTYPES (tests/papers/em_llm checks the keys)
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 # --------------------------------------------------------------------------- models

@@ -67,11 +67,11 @@ from shared.plotting import plt  # noqa: E402
 from shared.records import Results, by_setting  # noqa: E402
 
 HAS_TRAINABLE_PARAMETERS = False  # causal discovery: nothing is trained
-GRAPHS = {"case4": case4_graph, "violating": violating_graph}
+GRAPHS = {"case4": case4_graph, "violating": violating_graph}  # keyed by config.SIMULATED_GRAPHS
 # Optional packages by method, checked at every scale before any work (shared/entry.py):
 # GIN, a paper-scale baseline, comes from causal-learn.
 OPTIONAL_PACKAGES = {"gin": {"causallearn": "pip install -e '.[paper]' for causal-learn"}}
-REAL_ASSETS = ("holzinger_swineford", "sachs")  # shared/assets.py; checked before a real run
+REAL_ASSETS = REAL_SETS  # shared/assets.py names them alike; checked before a real run
 REAL_GRAPH_FILE = "graph.json"  # per (data set, seed) run folder: the graphs, for the figure
 REAL_PLOT = "real_graphs.png"
 NORMALITY_ALPHA = 0.01  # D'Agostino-Pearson test level of the non-Gaussianity diagnostic

@@ -34,11 +34,12 @@ import torch
 from sklearn.model_selection import train_test_split
 from torch_geometric.data import Data
 
-TOY_SOURCES = ("regular", "gnp")
-PAPER_SOURCES = ("tudataset", "moleculenet")
-REAL_SOURCES = ("solubility",)
-SPLITS = ("random", "shipped")  # pooled 90/10 train_test_split | the files' own train / test
-LABEL_RULES = ("triangles", "triangle_density")
+from papers.gnn_kvariance.config import (
+    LABEL_RULES,
+    PAPER_SOURCES,
+    SPLITS,
+    TOY_SOURCES,
+)
 
 
 @dataclass

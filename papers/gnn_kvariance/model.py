@@ -22,8 +22,7 @@ import torch
 from torch import nn
 from torch_geometric.nn import GCNConv, GINConv, global_add_pool
 
-ARCHITECTURES = ("gin", "gcn")
-GCN_LAYER_COUNTS = ("official", "exact")
+from papers.gnn_kvariance.config import ARCHITECTURES, GCN_LAYER_COUNTS
 
 
 def gcn_conv_count(layers_mp: int, layer_count: str = "official") -> int:
@@ -126,4 +125,5 @@ def margin_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return nn.functional.multi_margin_loss(torch.log_softmax(logits, dim=-1), y, p=1, margin=1.0)
 
 
+# keyed by config.LOSSES (tests/papers/gnn_kvariance checks the keys)
 LOSSES = {"cross_entropy": nn.functional.cross_entropy, "margin": margin_loss}

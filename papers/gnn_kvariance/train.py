@@ -23,12 +23,17 @@ import torch
 from torch_geometric.data import Batch, Data
 
 from papers.gnn_kvariance.claims import FAMILY_NAMES, LABELS, REAL_FAMILY_NAMES, REAL_LABELS
-from papers.gnn_kvariance.config import Config, FamilyConfig, TaskConfig
-from papers.gnn_kvariance.data import (
+from papers.gnn_kvariance.config import (
+    DRAW_RNGS,
     PAPER_SOURCES,
     REAL_SOURCES,
-    SOLUBILITY_ASSET,
     TOY_SOURCES,
+    Config,
+    FamilyConfig,
+    TaskConfig,
+)
+from papers.gnn_kvariance.data import (
+    SOLUBILITY_ASSET,
     GraphTask,
     check_feature_widths,
     load_paper_task,
@@ -139,9 +144,6 @@ def colour_inputs(task: GraphTask, inputs: list[torch.Tensor]) -> list[torch.Ten
         torch.cat([colour.double(), x[:, width:]], dim=1)
         for colour, x in zip(task.colour_x, inputs, strict=True)
     ]
-
-
-DRAW_RNGS = ("random_state", "generator")
 
 
 def draw_rng(kind: str, seed: int, task_name: str) -> np.random.Generator | np.random.RandomState:

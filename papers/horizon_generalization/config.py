@@ -17,10 +17,13 @@ from shared.config import (
     require_choices,
 )
 
-# env.LAYOUTS and train.POINT_MAZE (config imports nothing of the paper: env needs gymnasium)
-LAYOUT_KINDS = ("open", "wall", "point_maze")
-MAZES = ("U_MAZE", "MEDIUM_MAZE", "LARGE_MAZE")  # point_maze.ENV_IDS
-LOSS_KINDS = ("forward", "backward", "symmetric")  # method.LOSS_KINDS
+# The names the code accepts, defined only here (config imports nothing of the paper: env needs
+# gymnasium); env, method and evaluate import them, point_maze.ENV_IDS is keyed by MAZES (a test
+# checks it).
+GRID_LAYOUTS = ("open", "wall")  # env.make_grid's layouts
+LAYOUT_KINDS = (*GRID_LAYOUTS, "point_maze")  # and train.POINT_MAZE
+MAZES = ("U_MAZE", "MEDIUM_MAZE", "LARGE_MAZE")  # the keys of point_maze.ENV_IDS
+LOSS_KINDS = ("forward", "backward", "symmetric")  # method.infonce_loss's kinds
 INITS = ("lecun", "torch")  # method.Critic's init
 HORIZON_BINS = ("near", "far")  # the bins evaluate.check_bins requires (eta = far / near)
 

@@ -21,10 +21,11 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from papers.horizon_generalization.config import GRID_LAYOUTS
+
 ACTIONS = ("up", "down", "left", "right")
 # (row, column) change of each action, in the order of ACTIONS.
 DELTAS = np.array([(-1, 0), (1, 0), (0, -1), (0, 1)], dtype=np.int64)
-LAYOUTS = ("open", "wall")
 
 
 @dataclass
@@ -108,8 +109,8 @@ def make_grid(layout: str, size: int = 11, wall_length: int = 8) -> Grid:
 
     The wall occupies rows ``0 .. wall_length - 1`` of column ``size // 2``.
     """
-    if layout not in LAYOUTS:
-        raise ValueError(f"unknown layout {layout!r}; choose one of {LAYOUTS}")
+    if layout not in GRID_LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}; choose one of {GRID_LAYOUTS}")
     if size < 2:
         raise ValueError(f"size must be at least 2, got {size}")
     free = np.ones((size, size), dtype=bool)

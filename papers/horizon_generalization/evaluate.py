@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from papers.horizon_generalization.config import HORIZON_BINS
 from papers.horizon_generalization.env import Grid
 
 QFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -40,7 +41,7 @@ Bins = Mapping[str, Sequence[float]]  # bin name -> inclusive (low, high) BFS di
 def check_bins(bins: Bins) -> None:
     """Bins are named, include ``near`` and ``far`` (the horizon measures read them), and each
     is an inclusive ``(low, high)`` range with ``1 <= low <= high``."""
-    missing = {"near", "far"} - set(bins)
+    missing = set(HORIZON_BINS) - set(bins)
     if missing:
         raise ValueError(f"eval.bins needs the bins {sorted(missing)}; got {sorted(bins)}")
     for name, edges in bins.items():

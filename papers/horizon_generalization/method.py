@@ -50,10 +50,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from papers.horizon_generalization.config import INITS, LOSS_KINDS
+
 Tensor = torch.Tensor
 
 KINDS = ("l2", "dot", "mrn", "mlp")
-LOSS_KINDS = ("forward", "backward", "symmetric")
 MRN_EPS = 1e-6  # inside the square root of each MRN chunk's Euclidean part (official)
 NO_RESUBS_BIG = 100.0  # subtracted from the diagonal when resubstitution is off (official)
 LSE_EPS = 1e-6  # added to the logits inside the masked / penalty logsumexp (official)
@@ -187,7 +188,7 @@ class Critic(nn.Module):
             raise ValueError(
                 f"Critic: unknown activation {activation!r}; expected one of {tuple(ACTIVATIONS)}"
             )
-        if init not in ("torch", "lecun"):
+        if init not in INITS:
             raise ValueError(f"Critic: unknown init {init!r}; expected 'torch' or 'lecun'")
         if min(n_states, n_actions, repr_dim, hidden, n_hidden_layers) < 1:
             raise ValueError(

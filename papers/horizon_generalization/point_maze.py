@@ -54,7 +54,7 @@ from papers.horizon_generalization.evaluate import (
 )
 
 # gymnasium-robotics env ids whose default map is the named one (the map itself is passed in).
-ENV_IDS = {
+ENV_IDS = {  # keyed by config.MAZES (a test checks the keys)
     "U_MAZE": "PointMaze_UMaze-v3",
     "MEDIUM_MAZE": "PointMaze_Medium-v3",
     "LARGE_MAZE": "PointMaze_Large-v3",

@@ -18,9 +18,10 @@ from shared.config import (
 )
 
 DATA_SOURCES = ("toy", "paper")
-# the official downstream sets (papers.infoalign.data.DOWNSTREAM; config imports no rdkit)
+# the official downstream sets: the keys of data.DOWNSTREAM and data.DOWNSTREAM_TASKS (config
+# imports no rdkit; tests/papers/infoalign/test_config_names.py checks the keys)
 DOWNSTREAM_NAMES = ("chembl2k", "broad6k", "biogenadme", "moltoxcast")
-READOUTS = ("sum", "mean", "max")  # graph pooling (papers.infoalign.model.READOUTS)
+READOUTS = ("sum", "mean", "max")  # graph pooling: the keys of model.READOUTS (a test checks)
 SPLIT_PARTS = ("train", "valid", "test")  # one downstream fraction each
 
 

@@ -81,6 +81,7 @@ FRAGMENTS = (
 )
 """The 24 ``rdkit.Chem.Fragments`` counters of the hidden biology, in order (brief Sec. 5)."""
 
+# keyed by config.DOWNSTREAM_NAMES, as DOWNSTREAM_TASKS (a test checks the keys)
 DOWNSTREAM = {"chembl2k": 4, "broad6k": 2, "biogenadme": 4, "moltoxcast": 2}
 """First label column of each official ``assays.csv.gz`` (brief Sec. 6)."""
 DOWNSTREAM_TASKS = {"chembl2k": 41, "broad6k": 32, "biogenadme": 6, "moltoxcast": 617}

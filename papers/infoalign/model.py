@@ -46,6 +46,7 @@ PAPER_DECODER_DIMS: dict[str, int | tuple[int, ...]] = {
     "expr": 978,
 }
 
+# keyed by config.READOUTS (a test checks the keys)
 READOUTS = {"sum": global_add_pool, "mean": global_mean_pool, "max": global_max_pool}
 SIGMA_FLOOR = 1e-7  # sigma = softplus(s) + 1e-7 (Sec. 3.2, 3.8.8)
 EMBEDDING_MAX_NORM = 1.0

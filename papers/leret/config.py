@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 from shared.config import ExperimentConfig, TrainLoopConfig, checked, require
 
 DATASETS = ("hotpotqa", "hover")  # data.load_questions reads these two formats
-DTYPE_NAMES = ("float32", "bfloat16", "float16")  # the keys of lm_policy.DTYPES
+# The keys of lm_policy.DTYPES, train.OPTIMIZER_CLASSES, method.PREFERENCE_LOSSES and
+# train.VARIANTS (tests/papers/leret/test_config_names.py checks them).
+DTYPE_NAMES = ("float32", "bfloat16", "float16")
 OPTIMIZERS = ("adam", "rmsprop")  # train.make_optimizer
-PREFERENCE_LOSS_NAMES = ("ipo", "dpo")  # the keys of method.PREFERENCE_LOSSES
+PREFERENCE_LOSS_NAMES = ("ipo", "dpo")
 # the methods that run the iterative LeReT loop (train.VARIANTS): they need one chunk at least
 LOOP_METHODS = ("leret_cd", "leret", "temperature_only", "ipo_flipped")
 

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from papers.leret.collection import Environment, HopState
 from papers.leret.config import ModelConfig
 
+# keyed by config.DTYPE_NAMES (a test checks the keys)
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 

@@ -236,4 +236,5 @@ def dpo_loss(h: torch.Tensor, beta: float) -> torch.Tensor:
     return -F.logsigmoid(beta * h)
 
 
+# keyed by config.PREFERENCE_LOSS_NAMES (a test checks the keys)
 PREFERENCE_LOSSES = {"ipo": ipo_loss, "dpo": dpo_loss}

@@ -37,7 +37,7 @@ from papers.leret.collection import (
     retrieval_metrics,
     rollout,
 )
-from papers.leret.config import Config, OptimConfig
+from papers.leret.config import LOOP_METHODS, Config, OptimConfig
 from papers.leret.data import load_paper_task, make_toy_task
 from papers.leret.method import PREFERENCE_LOSSES, preference_margin, sft_loss
 from papers.leret.model import (
@@ -57,8 +57,8 @@ from shared.records import Results
 from shared.runtime import make_accelerator
 from shared.seeding import numpy_rng
 
-METHODS = ("base", "few_shot", "leret_cd", "leret", "temperature_only", "ipo_flipped")
-VARIANTS = {
+METHODS = ("base", "few_shot", *LOOP_METHODS)
+VARIANTS = {  # keyed by config.LOOP_METHODS
     "leret_cd": "prompts",
     "leret": "prompts",
     "temperature_only": "temperature",
@@ -85,10 +85,13 @@ def frozen(module: torch.nn.Module) -> torch.nn.Module:
     return copy_
 
 
+# keyed by config.OPTIMIZERS (a test checks the keys)
+OPTIMIZER_CLASSES = {"adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}
+
+
 def make_optimizer(parameters, optim: OptimConfig):
     """Adam (toy) or RMSprop (official config.yaml) with a linear warm-up."""
-    kinds = {"adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}
-    optimizer = kinds[optim.name](parameters, lr=optim.lr)
+    optimizer = OPTIMIZER_CLASSES[optim.name](parameters, lr=optim.lr)
     warmup = max(optim.warmup_steps, 0)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: min(1.0, (step + 1) / (warmup + 1)) if warmup else 1.0

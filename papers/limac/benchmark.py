@@ -66,6 +66,7 @@ import torch  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
 from papers.limac import toydroid  # noqa: E402
+from papers.limac.config import VLMS  # noqa: E402
 from papers.limac.episodes import ATTRIBUTES, CLICK_TYPES, TEXT_TYPES, Episode  # noqa: E402
 from papers.limac.method import gated_text_actions  # noqa: E402
 from papers.limac.model import ActionTransformer, PretrainedElementEncoder  # noqa: E402
@@ -74,7 +75,6 @@ from shared.benchmarks import interleaved, timed, write_benchmark  # noqa: E402
 from shared.config import REPO_ROOT  # noqa: E402
 
 SLUG = "limac"
-VLMS = ("florence2", "qwen2vl")
 # Paper Table 1, seconds per step (brief Sec. 2): LiMAC with the VLM for text, the VLM alone.
 PAPER_SECONDS = {"florence2": (0.34, 0.50), "qwen2vl": (0.63, 3.03)}
 QWEN_CHAT_TOKENS = 20  # Qwen2-VL's chat template around the prompt (system, user, assistant)

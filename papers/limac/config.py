@@ -11,13 +11,20 @@ from dataclasses import dataclass, field
 
 from papers.limac.episodes import TEXT_TYPES
 from papers.limac.toydroid import FAMILIES as TOY_FAMILIES
-from shared.config import ExperimentConfig, TrainLoopConfig, checked, require, require_choice
+from shared.config import (
+    ExperimentConfig,
+    TrainLoopConfig,
+    checked,
+    require,
+    require_choice,
+    require_multiple,
+)
 
 DATA_SOURCES = ("toy", "androidcontrol", "aitw")
 COMPRESSIONS = ("auto", "gzip", "none")  # papers.limac.convert.read_examples
-HISTORIES = ("full", "none")  # papers.limac.model.ActionTransformer
+HISTORIES = ("full", "none")  # model.ActionTransformer imports it
 TEXT_MODEL_KINDS = ("toy", "hf_local", "openai_compat")
-VLMS = ("florence2", "qwen2vl")  # papers.limac.text_model.HFLocalVLM
+VLMS = ("florence2", "qwen2vl")  # text_model.HFLocalVLM and benchmark.py import it
 
 
 @dataclass
@@ -134,9 +141,7 @@ class Config(ExperimentConfig):
         super().validate()
         m, e = self.model, self.eval
         # multi-head attention splits d into heads equal parts
-        require(
-            m.d % m.heads == 0, "model.d", m.d, f"must be a multiple of model.heads ({m.heads})"
-        )
+        require_multiple("model.d", m.d, m.heads, "model.heads")
         # else no box passes the relaxed area rule and relaxed clicks silently equal strict ones
         require(
             e.area_ratio_min <= e.area_ratio_max,

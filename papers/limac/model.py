@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from papers.limac.config import HISTORIES
 from papers.limac.method import (
     N_ROLES,
     block_causal_mask,
@@ -160,7 +161,7 @@ class ActionTransformer(nn.Module):
         if click_head not in ("contrastive", "index"):
             raise ValueError(f"click_head must be contrastive or index, got {click_head!r}")
         self.encoder = encoder
-        if history not in ("full", "none"):
+        if history not in HISTORIES:
             raise ValueError(f"model.history must be full or none, got {history!r}")
         self.click_head, self.tau, self.max_steps, self.slots = click_head, tau, max_steps, slots
         self.history = history

@@ -20,6 +20,7 @@ import urllib.request
 from pathlib import Path
 from typing import Protocol
 
+from papers.limac.config import VLMS
 from papers.limac.episodes import Element
 
 APP_NAMES = ("Messages", "Settings", "Shop", "Notes", "Camera", "Clock", "Maps", "Music")
@@ -78,7 +79,7 @@ class HFLocalVLM:
     ):
         from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor
 
-        if kind not in ("qwen2vl", "florence2"):
+        if kind not in VLMS:
             raise ValueError(f"text_model.vlm must be qwen2vl or florence2, got {kind!r}")
         remote = kind == "florence2"
         self.kind, self.max_new_tokens, self.device = kind, max_new_tokens, device

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 
 from shared.config import ExperimentConfig, TrainLoopConfig, checked, require, require_at_most
 
-DATA_NAMES = ("toy_birds", "image_folder")  # as train.DATA_NAMES
-BACKBONES = ("toy_cnn", "convnext")  # as train.BACKBONES
+DATA_NAMES = ("toy_birds", "image_folder")  # train.py imports it
+BACKBONES = ("toy_cnn", "convnext")  # train.py imports it
 RESIZE_MODES = ("area", "bilinear")  # method.downscale
 # the methods whose model is LucidPPN (train.METHODS' "lucid" architecture): its ShapeTexNet
-# sees the luma replicated to model.gray_channels
+# sees the luma replicated to model.gray_channels (a test checks it against train.METHODS)
 LUCID_METHODS = ("lucidppn", "no_align")
 
 

@@ -27,7 +27,7 @@ from accelerate import Accelerator
 from torch import nn
 
 from papers.lucidppn.claims import LABELS
-from papers.lucidppn.config import Config
+from papers.lucidppn.config import BACKBONES, DATA_NAMES, Config
 from papers.lucidppn.data import (
     BODY,
     PART_NAMES,
@@ -74,8 +74,6 @@ METHODS: dict[str, tuple[str, float | None]] = {
     "rgb": ("rgb", None),
     "no_align": ("lucid", 0.0),
 }
-DATA_NAMES = ("toy_birds", "image_folder")
-BACKBONES = ("toy_cnn", "convnext")
 TOY_PARTS, TOY_CLASSES = len(PART_NAMES), 8
 PLOT_NAME = "explanation.png"
 # glibc mallopt parameters and the values used with ``keep_freed_memory``: blocks below the mmap

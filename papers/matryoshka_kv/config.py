@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, TrainLoopConfig, checked, require, require_at_most
+from shared.config import (
+    ExperimentConfig,
+    TrainLoopConfig,
+    checked,
+    require,
+    require_at_most,
+    require_divides,
+    require_multiple,
+)
 
 # token ids of the toy corpus: space, a-z and '.' (papers.matryoshka_kv.data.ALPHABET)
 TOY_SYMBOLS = 28
@@ -130,18 +138,18 @@ class Config(ExperimentConfig):
             require(bool(schedule), "projection.rank_schedule", schedule, "name at least one rank")
         if self.scale in ("smoke", "toy"):  # the toy teacher; paper and real read a checkpoint
             m = self.model
-            require(
-                m.hidden_size % m.num_attention_heads == 0,
+            require_multiple(
                 "model.hidden_size",
                 m.hidden_size,
-                f"must be a multiple of model.num_attention_heads ({m.num_attention_heads})",
+                m.num_attention_heads,
+                "model.num_attention_heads",
             )
             # grouped-query attention shares each key / value head among whole query groups
-            require(
-                m.num_attention_heads % m.num_key_value_heads == 0,
+            require_divides(
                 "model.num_key_value_heads",
                 m.num_key_value_heads,
-                f"must divide model.num_attention_heads ({m.num_attention_heads})",
+                m.num_attention_heads,
+                "model.num_attention_heads",
             )
             # the toy corpus's character ids index the embedding
             require(

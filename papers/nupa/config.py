@@ -16,16 +16,21 @@ from shared.config import (
     checked,
     require,
     require_at_least,
+    require_divides,
 )
 
-# pair datasets (tasks.py ADD, COMPARE, COMPARE_HARDER) and number representations (numbers.py)
+# The names the code accepts, defined only here (tasks.py, formats.py, tokenizer.py and model.py
+# import them; oracle.py, the independent answer checker, keeps its own spelling on purpose).
+# pair datasets (tasks.py ADD, COMPARE, COMPARE_HARDER) and number representations (formats.py
+# INTEGER, FLOAT, FRACTION, SCIENTIFIC)
 PAIR_DATASETS = ("add", "compare", "compare_harder")
 REPRESENTATIONS = ("Integer", "Float", "Fraction", "ScientificNotation")
 # benchmark.make_harder: the representations a harder compare is defined for
 HARDER_REPRESENTATIONS = ("Integer", "Float", "ScientificNotation")
-# tokenizer.py SPLITS and REVERSES (with "no", the official spelling of "none")
+# tokenizer.py SPLITS and REVERSES; the config also takes "no", the official spelling of "none"
 TOKENIZER_SPLITS = ("right", "left", "random")
-TOKENIZER_REVERSES = ("none", "int", "dec", "each", "total", "no")
+TOKENIZER_REVERSE_MODES = ("none", "int", "dec", "each", "total")
+TOKENIZER_REVERSES = (*TOKENIZER_REVERSE_MODES, "no")
 POSITIONAL_ENCODINGS = ("rope", "nope", "alibi")  # model.py
 
 
@@ -196,11 +201,11 @@ class Config(ExperimentConfig):
         t = self.train
         require(len(t.adam_betas) == 2, "train.adam_betas", t.adam_betas, "give two betas")
         m = self.model
-        require(
-            m.num_attention_heads % m.num_key_value_heads == 0,
+        require_divides(
             "model.num_key_value_heads",
             m.num_key_value_heads,
-            f"must divide model.num_attention_heads ({m.num_attention_heads})",
+            m.num_attention_heads,
+            "model.num_attention_heads",
         )
         used = [self.settings.get(name) for name in self.methods]
         if any(s is not None and s.pe == "rope" for s in used):

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-INTEGER, FLOAT, FRACTION, SCIENTIFIC = "Integer", "Float", "Fraction", "ScientificNotation"
-REPRESENTATIONS = (INTEGER, FLOAT, FRACTION, SCIENTIFIC)
+from papers.nupa.config import REPRESENTATIONS
+
+INTEGER, FLOAT, FRACTION, SCIENTIFIC = REPRESENTATIONS
 PLAIN_INT = "int"  # the answer type of digit-counting tasks (length, count, get_digit)
 OUTPUT_TYPES = (*REPRESENTATIONS, PLAIN_INT)
 SHORT_NAMES = {INTEGER: "I", FLOAT: "F", FRACTION: "R", SCIENTIFIC: "S"}

@@ -20,10 +20,9 @@ from transformers import AttentionInterface, LlamaConfig, LlamaForCausalLM
 from transformers.masking_utils import AttentionMaskInterface
 from transformers.models.llama.modeling_llama import eager_attention_forward
 
-from papers.nupa.config import ModelConfig
+from papers.nupa.config import POSITIONAL_ENCODINGS, ModelConfig
 from papers.nupa.tokenizer import BOS, EOS, PAD
 
-POSITIONAL_ENCODINGS = ("rope", "nope", "alibi")
 ALIBI = "nupa_alibi"  # the attention implementation name registered below
 
 

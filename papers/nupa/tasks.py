@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from papers.nupa.config import PAIR_DATASETS
 from papers.nupa.formats import (
     FLOAT,
     FORMATS,
@@ -81,7 +82,7 @@ COMBINATION_LIST: tuple[tuple[str, str], ...] = tuple(
 COMBINATIONS: frozenset[tuple[str, str]] = frozenset(COMBINATION_LIST)
 
 # --- variants ------------------------------------------------------------------------------------
-ADD, COMPARE, COMPARE_HARDER = "add", "compare", "compare_harder"  # pair-dataset names (Sec. 3.3)
+ADD, COMPARE, COMPARE_HARDER = PAIR_DATASETS  # pair-dataset names (Sec. 3.3)
 DATASET_MAX_LENGTH = {ADD: 20, COMPARE: 100, COMPARE_HARDER: 100}
 
 

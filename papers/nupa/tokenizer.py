@@ -53,6 +53,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from papers.nupa.config import TOKENIZER_REVERSE_MODES as REVERSES
+from papers.nupa.config import TOKENIZER_SPLITS as SPLITS
 from papers.nupa.formats import RIGHT, check_type, split_parts
 
 PAD, BOS, EOS, OPERATOR, EQUALS, PART_SEP = 0, 1, 2, 3, 4, 5
@@ -68,8 +70,6 @@ SPECIAL_NAMES = {
 IGNORE_INDEX = -100  # label value skipped by torch's cross-entropy
 MAX_PARTS = 3  # ScientificNotation has the most parts; the hint block is sized for it
 
-SPLITS = ("right", "left", "random")
-REVERSES = ("none", "int", "dec", "each", "total")
 _REVERSE_ALIASES = {"no": "none"}  # the official code spells "none" as "no"
 NO_INPUT = "none"  # the official type name of a missing second input
 

@@ -15,7 +15,7 @@ REAL = "real"
 D1_DESIGNS = ("rct", "observational")
 # data.REAL_DATASETS' names (data.py imports this module, not the reverse); "" = none
 REAL_DATASET_NAMES = ("black_politicians", "thornton_hiv", "nsw_cps")
-AIPW_VARIANTS = ("correct", "official_code")  # method.AIPW_VARIANTS
+AIPW_VARIANTS = ("correct", "official_code")  # method.py imports it
 # method.split_d2: D2 is cut into a training and an evaluation half of at least two rows each
 MIN_D2_ROWS = 4
 

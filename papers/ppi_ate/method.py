@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-AIPW_VARIANTS = ("correct", "official_code")
+from papers.ppi_ate.config import AIPW_VARIANTS
 
 
 @dataclass(frozen=True)

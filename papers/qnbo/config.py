@@ -11,10 +11,10 @@ from shared.config import (
     require_at_most,
 )
 
-TOYS = ("quadratic", "hyper_cleaning")
+TOYS = ("quadratic", "hyper_cleaning")  # train.py imports it
 KINDS = ("bfgs", "sr1")  # method.QNMemory's quasi-Newton recursions
 CURVATURES = ("finite_difference", "autograd")  # method.subroutine_b's Hessian products
-SOURCES = ("digits", "fashion_mnist")  # data.SOURCES (data imports torch: not imported here)
+SOURCES = ("digits", "fashion_mnist")  # data.py imports it (config imports no torch)
 DIGITS_IMAGES = 1797  # scikit-learn's bundled digits
 FASHION_TRAIN_IMAGES = 60000  # Fashion-MNIST's training split
 FASHION_TEST_IMAGES = 10000  # and its test split

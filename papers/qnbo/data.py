@@ -24,13 +24,13 @@ from scipy.stats import rankdata
 from sklearn.datasets import load_digits
 from torch.nn import functional as F
 
+from papers.qnbo.config import SOURCES  # hyper-cleaning data: sklearn digits | Fashion-MNIST
 from papers.qnbo.method import Bilevel
 from shared.assets import require
 from shared.idx import read_idx
 
 DTYPE = torch.float64
 DIGITS_PIXEL_MAX = 16.0
-SOURCES = ("digits", "fashion_mnist")  # hyper-cleaning data: sklearn digits | Fashion-MNIST
 FASHION_ASSET = "fashion_mnist"
 FASHION_PIXEL_MAX = 255.0
 FASHION_SIDE = 28  # images are 28 x 28

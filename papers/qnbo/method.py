@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 import torch
 import torch.autograd.forward_ad as fwAD
 
+from papers.qnbo.config import CURVATURES, KINDS
+
 Tensor = torch.Tensor
 ScalarFn = Callable[[Tensor, Tensor], Tensor]  # (x, y) -> scalar
 
@@ -148,7 +150,7 @@ class QNMemory:
     skipped: int = 0  # pairs refused by the safeguards
 
     def __post_init__(self) -> None:
-        if self.kind not in ("bfgs", "sr1"):
+        if self.kind not in KINDS:
             raise ValueError(f"quasi-Newton kind must be bfgs or sr1, got {self.kind!r}")
 
     def copy(self) -> QNMemory:
@@ -302,7 +304,7 @@ def subroutine_b(
         eps = s.fd_scale / norm
         return (problem.grad_y_f(x, y + eps * v) - g_star) / eps
 
-    if s.curvature not in ("finite_difference", "autograd"):
+    if s.curvature not in CURVATURES:
         raise ValueError(f"curvature must be finite_difference or autograd, got {s.curvature!r}")
     r = hessian_times(u) - b
     b_norm = float(b.norm())

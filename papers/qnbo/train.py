@@ -18,7 +18,7 @@ import torch
 from tqdm.auto import tqdm
 
 from papers.qnbo.claims import LABELS
-from papers.qnbo.config import BudgetConfig, Config
+from papers.qnbo.config import TOYS, BudgetConfig, Config
 from papers.qnbo.data import DTYPE, make_hyper_cleaning, make_quadratic
 from papers.qnbo.method import AIDSettings, Bilevel, QNBOSettings, State, aid_step, qnbo_step
 from shared import checkpoint
@@ -30,7 +30,6 @@ from shared.plotting import plt
 from shared.records import Results, by_setting
 
 METHODS = ("qnbo", "qnbo_q0", "aid_bio", "amigo_cg")
-TOYS = ("quadratic", "hyper_cleaning")
 # The real rung (configs/qnbo/real.yaml): hyper-cleaning on Fashion-MNIST from Debian's
 # dataset-fashion-mnist (python scripts/fetch_assets.py); checked before any work.
 REAL_ASSETS = ("fashion_mnist",)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, TrainLoopConfig, checked, require
+from shared.config import ExperimentConfig, TrainLoopConfig, checked, require, require_multiple
 
-DTYPES = ("float32", "bfloat16", "float16")  # model.dtype: papers.spa.model.DTYPES' keys
+DTYPES = ("float32", "bfloat16", "float16")  # model.dtype: model.DTYPES' keys (a test checks)
 OPTIMIZERS = ("adam", "adamw")
 SCHEDULES = ("constant", "cosine")
 THRESHOLDS = ("minibatch", "rolling")  # spa.threshold
@@ -178,9 +178,4 @@ class Config(ExperimentConfig):
         )
         if toy:  # GPT-2's attention splits the width into heads (else a ValueError at the SFT)
             m = self.model
-            require(
-                m.n_embd % m.n_head == 0,
-                "model.n_embd",
-                m.n_embd,
-                f"must be a multiple of model.n_head ({m.n_head})",
-            )
+            require_multiple("model.n_embd", m.n_embd, m.n_head, "model.n_head")

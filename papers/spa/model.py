@@ -16,6 +16,7 @@ from papers.spa.config import ModelConfig
 from papers.spa.data import PROMPT_LENGTH
 from papers.spa.method import sequence_log_probs
 
+# keyed by config.DTYPES (a test checks the keys)
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 

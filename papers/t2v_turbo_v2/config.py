@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, checked, require
+from shared.config import ExperimentConfig, checked, require, require_divides, require_multiple
 
 # data.kind: pixel sprites (the toy) or pre-computed latent records (paper scale, data.root)
 SPRITE_KINDS = ("sprites1d", "sprites2d")
@@ -189,11 +189,11 @@ class Config(ExperimentConfig):
         super().validate()
         s, n = self.schedule, self.net
         # SolverGrid.build: the DDIM grid's skip k = num_train_timesteps / solver_steps is whole
-        require(
-            s.num_train_timesteps % s.solver_steps == 0,
+        require_divides(
             "schedule.solver_steps",
             s.solver_steps,
-            f"must divide schedule.num_train_timesteps ({s.num_train_timesteps})",
+            s.num_train_timesteps,
+            "schedule.num_train_timesteps",
         )
         # scalar_embedding: dim / 2 sine and dim / 2 cosine features feed a dim-wide projection
         require(n.cond_embed_dim % 2 == 0, "net.cond_embed_dim", n.cond_embed_dim, "must be even")
@@ -212,18 +212,8 @@ class Config(ExperimentConfig):
         # SpaceTimeUNet: sinusoidal features of width dims, GroupNorm(groups, width) and
         # width / heads channels per attention head
         require(n.width % 2 == 0, "net.width", n.width, "must be even")
-        require(
-            n.width % n.groups == 0,
-            "net.width",
-            n.width,
-            f"must be a multiple of net.groups ({n.groups})",
-        )
-        require(
-            n.width % n.heads == 0,
-            "net.width",
-            n.width,
-            f"must be a multiple of net.heads ({n.heads})",
-        )
+        require_multiple("net.width", n.width, n.groups, "net.groups")
+        require_multiple("net.width", n.width, n.heads, "net.heads")
         # the down/up pair along the strip (L, or S * S for sprites2d) halves and doubles it
         require(self.data.length % 2 == 0, "data.length", self.data.length, "must be even")
         # diffusers' LCMScheduler takes the S sampling steps from the N-step solver grid
