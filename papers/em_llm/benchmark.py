@@ -27,7 +27,9 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import ctypes  # noqa: E402
 import dataclasses  # noqa: E402
+import gc  # noqa: E402
 import random  # noqa: E402
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -73,11 +75,23 @@ def rss_mib() -> float:
     return float("nan")
 
 
+def release_free_memory() -> None:
+    """Return freed heap pages to the OS (glibc's ``malloc_trim``) after a garbage collection,
+    so that a call's RSS starts from what the process still holds, not from the high-water
+    mark of the toy LM's training or an earlier candidate (about 60 MiB here)."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to trim
+        pass
+
+
 def with_peak_rss(fn):
     """``fn`` wrapped so each call records its own peak RSS (MiB) in ``wrapped.peaks`` and
     the RSS it started from (interpreter, torch, the model) in ``wrapped.starts``."""
 
     def wrapped():
+        release_free_memory()
         peak_rss_reset()
         wrapped.starts.append(rss_mib())
         out = fn()
