@@ -43,19 +43,26 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def interleaved(
-    candidates: dict[str, Callable[[], Any]], repeats: int, warmup: int = 1
+    candidates: dict[str, Callable[[], Any]],
+    repeats: int,
+    warmup: int = 1,
+    before: Callable[[], Any] | None = None,
 ) -> dict[str, float]:
     """Median wall seconds of each candidate over ``repeats`` rounds, the order of the
-    candidates reversed every other round; ``warmup`` untimed calls of each first."""
+    candidates reversed every other round; ``warmup`` untimed calls of each first. ``before``
+    runs untimed before every call (e.g. returning freed memory to the OS)."""
     if repeats < 1 or warmup < 0:
         raise ValueError(f"need repeats >= 1 and warmup >= 0, got {repeats}, {warmup}")
+    prepare = before or (lambda: None)
     for _ in range(warmup):
         for fn in candidates.values():
+            prepare()
             fn()
     seconds: dict[str, list[float]] = {name: [] for name in candidates}
     order = list(candidates.items())
     for r in range(repeats):
         for name, fn in order if r % 2 == 0 else order[::-1]:
+            prepare()
             seconds[name].append(timed(fn)[0])
     return {name: statistics.median(values) for name, values in seconds.items()}
 

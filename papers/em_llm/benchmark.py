@@ -78,7 +78,8 @@ def rss_mib() -> float:
 def release_free_memory() -> None:
     """Return freed heap pages to the OS (glibc's ``malloc_trim``) after a garbage collection,
     so that a call's RSS starts from what the process still holds, not from the high-water
-    mark of the toy LM's training or an earlier candidate (about 60 MiB here)."""
+    mark of the toy LM's training or an earlier candidate (about 60 MiB here). Run untimed,
+    before each measured call (``interleaved(before=...)``)."""
     gc.collect()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -91,7 +92,6 @@ def with_peak_rss(fn):
     the RSS it started from (interpreter, torch, the model) in ``wrapped.starts``."""
 
     def wrapped():
-        release_free_memory()
         peak_rss_reset()
         wrapped.starts.append(rss_mib())
         out = fn()
@@ -170,7 +170,9 @@ def sweep(lm, cfg, lengths, chunk, full_max_s, repeats) -> list[dict]:
         elif full_stop is None:
             full_stop = {"length": n, "predicted_s": predicted}
         reps = repeats if n <= 16_384 else 1
-        seconds = interleaved(candidates, reps, warmup=1 if n <= 16_384 else 0)
+        seconds = interleaved(
+            candidates, reps, warmup=1 if n <= 16_384 else 0, before=release_free_memory
+        )
         row = {"length": n}
         for name, s in seconds.items():
             entry = {
@@ -291,7 +293,7 @@ def real_model_row(length: int, repeats: int) -> dict | None:
     candidates = {"em_llm": read("em_llm", False), "sliding_window": read("sliding_window", True)}
     if ids.numel() <= model.config.max_position_embeddings:
         candidates["full"] = with_peak_rss(lambda: full_attention_logits(lm, ids))
-    seconds = interleaved(candidates, repeats, warmup=0)
+    seconds = interleaved(candidates, repeats, warmup=0, before=release_free_memory)
     row = {"length": ids.numel(), "memory": dataclasses.asdict(cfg.memory)}
     for name, s in seconds.items():
         row[name] = {

@@ -225,3 +225,19 @@ def test_replications_log_running_means_and_resume_to_the_same_log(tmp_path):
     ]
     assert log[-1]["x_so_far"] == pytest.approx(float(np.mean(records["x"])), rel=1e-12)
     assert log[-1]["y_so_far"] == 4.5 and len(log) == 10
+
+
+def test_interleaved_runs_before_untimed_ahead_of_every_call():
+    """shared.benchmarks.interleaved: ``before`` precedes each warm-up and timed call and its
+    time is not counted (a 50 ms ``before`` around 0 ms candidates)."""
+    import time
+
+    from shared.benchmarks import interleaved
+
+    calls: list[str] = []
+    candidates = {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}
+    seconds = interleaved(
+        candidates, repeats=2, warmup=1, before=lambda: (calls.append("before"), time.sleep(0.05))
+    )
+    assert calls == ["before", "a", "before", "b"] * 2 + ["before", "b", "before", "a"]
+    assert max(seconds.values()) < 0.04
