@@ -3,7 +3,11 @@ thread per xdist worker, and the claim-time table printed at the end of the run.
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -32,6 +36,31 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 @pytest.fixture(params=PAPERS)
 def slug(request) -> str:
     return request.param
+
+
+@pytest.fixture
+def smoke_reference(slug, tmp_path_factory) -> tuple[dict, Path]:
+    """``(record, run_dir)`` of the paper's smoke run, computed once per test session and
+    shared by every test that needs a finished reference run (the smoke checks, same seed,
+    resume, refusal): ``run_dir`` is read-only to them. Across pytest-xdist workers the run
+    lives in the session's shared temporary folder, made under a file lock by the first
+    worker that asks; ``record`` is read back from its ``result.json``."""
+    from shared.config import compose_dict
+    from shared.entry import execute
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the folder every worker of this session shares
+    run_dir = base / "smoke-reference" / slug
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(run_dir.parent / f"{slug}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        done = run_dir / "reference-complete"
+        if not done.exists():
+            shutil.rmtree(run_dir, ignore_errors=True)  # a run that raised part-way
+            execute(slug, compose_dict(slug, "smoke", ["runtime.progress=false"]), run_dir)
+            done.touch()
+    return json.loads((run_dir / "result.json").read_text()), run_dir
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,7 @@ import math
 import pytest
 
 from shared.checkpoint import load_checkpoint
-from shared.config import compose_dict
-from shared.entry import execute, paper_modules
+from shared.entry import paper_modules
 from shared.loop import param_fingerprints
 
 pytestmark = pytest.mark.smoke
@@ -23,20 +22,20 @@ def param_fingerprints_of(tensor) -> list[float]:
     return [t.sum().item(), t.square().sum().item()]
 
 
-def test_smoke_run(slug, tmp_path):
-    record = execute(slug, compose_dict(slug, "smoke", ["runtime.progress=false"]), tmp_path)
+def test_smoke_run(slug, smoke_reference):
+    record, run_dir = smoke_reference  # the session's one smoke run of this paper (conftest)
 
     for method, metrics in record["metrics"].items():
         for name, stats in metrics.items():
             assert math.isfinite(stats["mean"]), f"{method}/{name} is not finite"
     for name in ("result.json", "metrics.jsonl", "run_config.json"):
-        assert (tmp_path / name).is_file(), f"{name} was not written"
-    assert list(tmp_path.glob("*.png")), "no plot was written"
+        assert (run_dir / name).is_file(), f"{name} was not written"
+    assert list(run_dir.glob("*.png")), "no plot was written"
 
     train, _ = paper_modules(slug)
     if not getattr(train, "HAS_TRAINABLE_PARAMETERS", True):
         return  # statistics papers: nothing is trained (checkpoints, if any, hold progress)
-    checkpoints = sorted(tmp_path.rglob("checkpoint.pt"))
+    checkpoints = sorted(run_dir.rglob("checkpoint.pt"))
     assert checkpoints, "the smoke run left no checkpoint"
     for path in checkpoints:
         state = load_checkpoint(path)  # weights_only=True

@@ -144,7 +144,9 @@ def train_lm(cfg: Config, seed: int, run_dir: Path, accelerator, logger):
     seed_everything(seed)
     model = build_toy_model(cfg.model)
     t = cfg.train
-    optimizer = torch.optim.AdamW(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=t.lr, weight_decay=t.weight_decay, foreach=True
+    )
     schedule = get_cosine_schedule_with_warmup(optimizer, t.warmup_steps, t.steps)
     model, optimizer = accelerator.prepare(model, optimizer)
 

@@ -211,7 +211,9 @@ def train_family(
         task.num_classes,
         cfg.model.gcn_layer_count,
     )
-    optimizer = torch.optim.Adam(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
+    optimizer = torch.optim.Adam(
+        model.parameters(), lr=t.lr, weight_decay=t.weight_decay, foreach=True
+    )
     model, optimizer = accelerator.prepare(model, optimizer)
     n_train = len(task.train_idx)
     per_epoch = len(epoch_batches(n_train, t.batch_size, seed, 0))

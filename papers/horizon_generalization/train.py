@@ -159,7 +159,7 @@ def train_one(
             mrn_chunks=c.mrn_chunks,
             init=c.init,
         )
-        optimizer = torch.optim.Adam(critic.parameters(), lr=cfg.train.lr)
+        optimizer = torch.optim.Adam(critic.parameters(), lr=cfg.train.lr, foreach=True)
         critic, optimizer = accelerator.prepare(critic, optimizer)
 
         def next_batch(step: int) -> tuple[torch.Tensor, ...]:

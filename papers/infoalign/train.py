@@ -280,7 +280,9 @@ def pretrain(
                 )
         if not pairs:
             raise ValueError("contrastive alignment needs molecules with cell or expression data")
-    optimizer = torch.optim.Adam(modules.parameters(), lr=p.lr, weight_decay=p.weight_decay)
+    optimizer = torch.optim.Adam(
+        modules.parameters(), lr=p.lr, weight_decay=p.weight_decay, foreach=True
+    )
 
     n_context = len(world.context_graphs)
     if method == "contrastive":  # one pass over cell pairs, then one over expression pairs
@@ -425,7 +427,9 @@ def probe(mu: torch.Tensor, world: World, cfg: Config, seed: int) -> dict[str, f
     y = torch.as_tensor(world.labels, dtype=torch.float32)
     torch.manual_seed(seed)
     head = mlp_head(x.shape[1], q.hidden_mult * x.shape[1], y.shape[1], q.dropout)
-    optimizer = torch.optim.Adam(head.parameters(), lr=q.lr, weight_decay=q.weight_decay)
+    optimizer = torch.optim.Adam(
+        head.parameters(), lr=q.lr, weight_decay=q.weight_decay, foreach=True
+    )
     generator = torch.Generator().manual_seed(seed)
     better = (lambda a, b: a < b) if world.regression else (lambda a, b: a > b)
     best = {"valid": math.nan, "test": math.nan, "epoch": -1}

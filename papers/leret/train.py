@@ -229,7 +229,7 @@ def train_habit(
     encoded = policy.encode(states, targets)
     draws = numpy_rng(seed, STREAM_HABIT)
     batches = [draws.integers(len(encoded), size=cfg.batch_size) for _ in range(cfg.steps)]
-    optimizer = torch.optim.Adam(policy.module.parameters(), lr=cfg.lr)
+    optimizer = torch.optim.Adam(policy.module.parameters(), lr=cfg.lr, foreach=True)
     module, optimizer = rt.accelerator.prepare(policy.module, optimizer)
 
     def compute_loss(model, rows):

@@ -150,7 +150,9 @@ def train_model(
     orders = [
         numpy_rng(tags["seed"], STREAM_ORDER, e).permutation(len(train)) for e in range(o.epochs)
     ]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=o.lr, weight_decay=o.weight_decay, foreach=True
+    )
     schedule = torch.optim.lr_scheduler.OneCycleLR(
         optimizer, max_lr=o.lr, total_steps=total, pct_start=o.warmup_fraction
     )

@@ -164,7 +164,7 @@ def make_optimizer(model: nn.Module, cfg: Config) -> torch.optim.AdamW:
         groups.append(
             {"params": list(model.colornet.parameters()), "lr": o.lr_color, "name": "color"}
         )
-    return torch.optim.AdamW(groups, weight_decay=o.weight_decay)
+    return torch.optim.AdamW(groups, weight_decay=o.weight_decay, foreach=True)
 
 
 def apply_schedule(

@@ -165,7 +165,9 @@ def pretrain_teacher(
     seed_everything(seed)
     model = build_toy_model(cfg.model)
     p = cfg.pretrain
-    optimizer = torch.optim.AdamW(model.parameters(), lr=p.lr, weight_decay=p.weight_decay)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=p.lr, weight_decay=p.weight_decay, foreach=True
+    )
     schedule = get_cosine_schedule_with_warmup(optimizer, p.warmup_steps, p.steps)
     model, optimizer = accelerator.prepare(model, optimizer)
     fit(
@@ -216,7 +218,9 @@ def train_projections(
     q = cfg.projection
     student = attach_projections(copy.deepcopy(teacher), projections)
     n_layers, n_heads = projections.n_layers, projections.n_heads
-    optimizer = torch.optim.AdamW(projections.parameters(), lr=q.lr, weight_decay=q.weight_decay)
+    optimizer = torch.optim.AdamW(
+        projections.parameters(), lr=q.lr, weight_decay=q.weight_decay, foreach=True
+    )
     schedule = get_cosine_schedule_with_warmup(optimizer, q.warmup_steps, q.steps)
     projections, optimizer = accelerator.prepare(projections, optimizer)
 

@@ -192,7 +192,11 @@ def train_one(
     model = build_model(cfg.model, tokenizer.vocab_size, setting.pe)
     t = cfg.train
     optimizer = torch.optim.AdamW(
-        model.parameters(), lr=t.lr, weight_decay=t.weight_decay, betas=tuple(t.adam_betas)
+        model.parameters(),
+        lr=t.lr,
+        weight_decay=t.weight_decay,
+        betas=tuple(t.adam_betas),
+        foreach=True,
     )
     schedule = get_cosine_schedule_with_warmup(optimizer, t.warmup_steps, t.steps)
     model, optimizer = accelerator.prepare(model, optimizer)

@@ -69,7 +69,7 @@ class Runtime:
 def make_optimizer(parameters, optim: OptimConfig, total_steps: int):
     """Adam(W) with a constant or warm-up + cosine schedule (paper: AdamW, cosine, 0.1)."""
     kind = torch.optim.AdamW if optim.name == "adamw" else torch.optim.Adam
-    optimizer = kind(parameters, lr=optim.lr, weight_decay=optim.weight_decay)
+    optimizer = kind(parameters, lr=optim.lr, weight_decay=optim.weight_decay, foreach=True)
     if optim.schedule == "cosine":
         warmup = math.ceil(optim.warmup_ratio * total_steps)
         schedule = get_cosine_schedule_with_warmup(optimizer, warmup, total_steps)
@@ -101,7 +101,7 @@ def frozen(model):
 def train_sft(task: ToyTask, model, run_dir: Path, rt: Runtime, seed: int):
     """Toy pi_init: maximum likelihood on the behaviour responses (brief Sec. 5.2)."""
     cfg = rt.cfg
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.sft.lr)
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.sft.lr, foreach=True)
     model, optimizer = rt.accelerator.prepare(model, optimizer)
     length = cfg.world.response_length
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import numpy as np
@@ -241,3 +242,29 @@ def test_interleaved_runs_before_untimed_ahead_of_every_call():
     )
     assert calls == ["before", "a", "before", "b"] * 2 + ["before", "b", "before", "a"]
     assert max(seconds.values()) < 0.04
+
+
+@pytest.mark.parametrize(
+    "optimizer, options",
+    [
+        (torch.optim.Adam, {"lr": 1e-3, "weight_decay": 1e-4}),
+        (torch.optim.AdamW, {"lr": 3e-3, "weight_decay": 0.05, "betas": (0.9, 0.95)}),
+    ],
+)
+def test_foreach_adam_is_the_single_tensor_update_bit_for_bit(optimizer, options):
+    """The papers build Adam(W) with ``foreach=True`` (a few batched kernels per step instead
+    of a dozen per tensor, CPU's default): the committed numbers stand only because the update
+    is the same, bit for bit. (``fused=True`` is not: it rounds differently.)"""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(37, 129), torch.nn.GELU(), torch.nn.Linear(129, 5))
+    weights = {}
+    for foreach in (False, True):
+        model = copy.deepcopy(net)
+        opt = optimizer(model.parameters(), **options, foreach=foreach)
+        inputs = torch.randn(20, 64, 37, generator=torch.Generator().manual_seed(1))
+        for x in inputs:
+            opt.zero_grad()
+            model(x).square().mean().backward()
+            opt.step()
+        weights[foreach] = torch.cat([p.detach().flatten() for p in model.parameters()])
+    assert torch.equal(weights[True], weights[False])
