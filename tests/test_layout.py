@@ -9,7 +9,7 @@ import importlib
 import pytest
 from omegaconf import OmegaConf
 
-from shared.config import CONFIG_DIR, PAPERS_DIR, SCALES, compose_dict
+from shared.config import CONFIG_DIR, PAPERS_DIR, SCALES, compose, compose_dict
 from shared.entry import reproduce_only
 from tests.helpers import PAPERS
 
@@ -91,6 +91,8 @@ def test_claims_module_declares_everything(slug):
                 # results of setting grids are keyed "<setting>/<method>"
                 needed = {m.rsplit("/", 1)[-1] for m in claim.comparator.methods_needed()}
                 assert needed <= set(claims.CI_METHODS), claim.name
+    if hasattr(claims, "CI_OVERRIDES"):  # CI's lighter protocol is a config that composes
+        compose(slug, claims.SCALE, list(claims.CI_OVERRIDES))
 
 
 @pytest.mark.parametrize("scale", ("smoke", "toy"))

@@ -21,6 +21,11 @@ SEEDS = [0, 1, 2]
 # seeds (both verdicts in the README).
 CI_SEEDS = [0]
 CI_METHODS = ["cond", "prefill"]
+# CI times 10 interleaved rounds (2 of sampling) instead of 30 (5): claim 2c's ratio of medians
+# (1.64 at 30 rounds against its 1.25) needs no more, times are never compared with the
+# committed file, and the 20 rounds saved are ~10 of the ~150 CPU s one seed costs on the Intel
+# CI machine; scripts/reproduce.py measures the brief's 30 rounds.
+CI_OVERRIDES = ("timing.rounds=10", "timing.sample_rounds=2")
 # Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
 HELDOUT_SEEDS = [1000 + i for i in range(len(SEEDS))]
 METHODS = ["cond", "prefill", "none"]
