@@ -9,7 +9,11 @@ from shared.claims import Claim, MarginAtLeast, MeanAtLeast, MeanAtMost, RatioAt
 
 SCALE = "toy"
 SEEDS = [0, 1, 2]
-CI_SEEDS = SEEDS
+# CI gates seeds 0, 1 (scripts/reproduce.py runs all three and the held-out three): all three
+# measured 83-100 CPU s in CI on the Intel Xeon of 2026-12-06 and 120 on an AMD Zen 3, at the
+# 120 CPU-s aim; every claim and the control read the same on each pair of seeds, claim and
+# held-out alike (issue 44).
+CI_SEEDS = [0, 1]
 # Held-out check (scripts/reproduce.py --heldout): as many seeds, disjoint from all used so far.
 HELDOUT_SEEDS = [1000 + i for i in range(len(SEEDS))]
 METHODS = ["qnbo", "qnbo_q0", "aid_bio", "amigo_cg"]
