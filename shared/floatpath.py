@@ -78,15 +78,25 @@ def cpu_supports_pin() -> tuple[bool, str]:
     return True, ""
 
 
-def cpu_vendor() -> str:
-    """The CPU's vendor string (``GenuineIntel``, ``AuthenticAMD``; ``unknown`` without
-    /proc/cpuinfo): MKL's pinned branch holds on Intel CPUs only (module docstring)."""
+def _cpuinfo(field: str) -> str:
+    """The first ``field`` of /proc/cpuinfo (``unknown`` without it)."""
     try:
         lines = Path("/proc/cpuinfo").read_text().splitlines()
     except OSError:
         return "unknown"
-    vendors = [line.split(":", 1)[1].strip() for line in lines if line.startswith("vendor_id")]
-    return vendors[0] if vendors else "unknown"
+    values = [line.split(":", 1)[1].strip() for line in lines if line.startswith(field)]
+    return values[0] if values else "unknown"
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor string (``GenuineIntel``, ``AuthenticAMD``; ``unknown`` without
+    /proc/cpuinfo): MKL's pinned branch holds on Intel CPUs only (module docstring)."""
+    return _cpuinfo("vendor_id")
+
+
+def cpu_model() -> str:
+    """The CPU's model name (e.g. ``AMD EPYC 7B13``), for timing tables."""
+    return _cpuinfo("model name")
 
 
 def requested_mode() -> str:

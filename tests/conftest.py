@@ -133,5 +133,9 @@ def pytest_terminal_summary(terminalreporter):
         for slug, outcome, cpu, wall, budget in sorted(_CLAIM_TIMES)
     ]
     terminalreporter.write_sep("=", "claim times (CPU s: this process and its children)")
+    # CPU seconds depend on the machine: name it beside the table
+    terminalreporter.write_line(
+        f"CPU: {floatpath.cpu_model()} ({floatpath.cpu_vendor()}), {os.cpu_count()} cores"
+    )
     header = ["paper", "outcome", "CPU s", "wall s", "CPU budget s"]
     terminalreporter.write_line(markdown_table(header, rows))

@@ -172,3 +172,7 @@ def test_numbers_from_another_cpu_vendor_are_named_not_compared(tmp_path, monkey
         assert (mismatch == "") == compared, made_on
         if not compared:
             assert "AuthenticAMD" in mismatch and "GenuineIntel" in mismatch
+
+
+def test_the_cpu_is_named_for_timing_tables():
+    assert floatpath.cpu_model() and floatpath.cpu_vendor()
