@@ -23,8 +23,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
+from shared.config import REPO_ROOT  # noqa: E402
 from shared.tables import markdown_table  # noqa: E402
-from tests.helpers import PAPERS  # noqa: E402
+from tests.helpers import PAPERS, run_cli, run_smoke  # noqa: E402
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # One worker per core: a second BLAS or torch thread per worker would only contend (and
@@ -54,29 +55,47 @@ def slug(request) -> str:
     return request.param
 
 
-@pytest.fixture
-def smoke_reference(slug, tmp_path_factory) -> tuple[dict, Path]:
-    """``(record, run_dir)`` of the paper's smoke run, computed once per test session and
-    shared by every test that needs a finished reference run (the smoke checks, same seed,
-    resume, refusal): ``run_dir`` is read-only to them. Across pytest-xdist workers the run
-    lives in the session's shared temporary folder, made under a file lock by the first
-    worker that asks; ``record`` is read back from its ``result.json``."""
-    from shared.config import compose_dict
-    from shared.entry import execute
-
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """The folder ``build(folder)`` makes, made once per test session and shared, read-only,
+    by every test and pytest-xdist worker that asks for it: the first to ask builds it in the
+    session's shared temporary folder under a file lock; the others wait, then read it. A
+    build that raised part-way is discarded and made again by the next test that asks."""
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         base = base.parent  # the folder every worker of this session shares
-    run_dir = base / "smoke-reference" / slug
-    run_dir.parent.mkdir(parents=True, exist_ok=True)
-    with open(run_dir.parent / f"{slug}.lock", "w") as lock:
+    folder = base / "built-once" / name
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        done = run_dir / "reference-complete"
+        done = folder.parent / f"{name}.complete"
         if not done.exists():
-            shutil.rmtree(run_dir, ignore_errors=True)  # a run that raised part-way
-            execute(slug, compose_dict(slug, "smoke", ["runtime.progress=false"]), run_dir)
+            shutil.rmtree(folder, ignore_errors=True)
+            build(folder)
             done.touch()
+    return folder
+
+
+@pytest.fixture
+def smoke_reference(slug, tmp_path_factory) -> tuple[dict, Path]:
+    """``(record, run_dir)`` of the paper's smoke run, computed once per test session and
+    shared by every test that needs a finished reference run (the smoke checks, resume,
+    refusal); ``record`` is read back from its ``result.json``."""
+    run_dir = built_once(tmp_path_factory, f"smoke-{slug}", lambda out: run_smoke(slug, out))
     return json.loads((run_dir / "result.json").read_text()), run_dir
+
+
+@pytest.fixture
+def built_site(tmp_path_factory) -> Path:
+    """The static site, built and checked once per test session by ``python scripts/site.py``
+    (which exits non-zero, leaving nothing, when a check fails), for the build test and the
+    browser test. It lies alone in its own folder, so a leftover temporary folder shows."""
+    return built_once(tmp_path_factory, "site", _build_site) / "site"
+
+
+def _build_site(folder: Path) -> None:
+    site_script = REPO_ROOT / "scripts" / "site.py"
+    proc = run_cli([str(site_script), "--out", str(folder / "site")], REPO_ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
@@ -28,6 +29,17 @@ def run_cli(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.Comp
         text=True,
         timeout=timeout,
     )
+
+
+def run_smoke(slug: str, out_dir: Path) -> dict:
+    """Run the paper's smoke config in this process into ``out_dir``; its record as
+    ``result.json`` holds it (the form a shared reference run is read back in, so two runs
+    compare like for like)."""
+    from shared.config import compose_dict
+    from shared.entry import execute
+
+    execute(slug, compose_dict(slug, "smoke", ["runtime.progress=false"]), out_dir)
+    return json.loads((Path(out_dir) / "result.json").read_text())
 
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")

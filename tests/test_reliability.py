@@ -1,4 +1,9 @@
-"""Same seed, same numbers; an interrupted run resumes to the same result."""
+"""Same seed, same numbers; an interrupted run resumes to the same result.
+
+One run checks both: the interrupted run is a fresh run of the smoke config, in another test
+and often another process than the session's reference run, up to its first save; resumed, it
+must end on the reference's numbers exactly. (Every claim check also recomputes a paper's
+committed numbers bit for bit.)"""
 
 from __future__ import annotations
 
@@ -11,26 +16,13 @@ import pytest
 from shared import checkpoint, experiment
 from shared.config import compose_dict
 from shared.entry import execute
+from tests.helpers import run_smoke
 
 pytestmark = pytest.mark.smoke
 
 
 class Preempted(Exception):
     """Stands in for a job killed right after it wrote a checkpoint."""
-
-
-def _smoke(slug, out_dir) -> dict:
-    """The smoke run's record as its ``result.json`` holds it (the form the session's
-    reference run is read back in, so the two compare like for like)."""
-    execute(slug, compose_dict(slug, "smoke", ["runtime.progress=false"]), out_dir)
-    return json.loads((out_dir / "result.json").read_text())
-
-
-def test_same_seed_same_metrics(slug, tmp_path, smoke_reference):
-    # The reference was computed by whichever worker process asked first: the same seed gives
-    # the same numbers in another run and, usually, in another process.
-    reference, _ = smoke_reference
-    assert _smoke(slug, tmp_path)["metrics"] == reference["metrics"]
 
 
 def test_killed_run_resumes_to_the_same_result(slug, tmp_path, monkeypatch, smoke_reference):
@@ -52,12 +44,12 @@ def test_killed_run_resumes_to_the_same_result(slug, tmp_path, monkeypatch, smok
     monkeypatch.setattr(checkpoint, "save_checkpoint", save_then_die(real_save))
     monkeypatch.setattr(experiment, "write_json", save_then_die(real_record))
     with pytest.raises(Preempted):
-        _smoke(slug, tmp_path / "interrupted")
+        run_smoke(slug, tmp_path / "interrupted")
     monkeypatch.setattr(checkpoint, "save_checkpoint", real_save)
     monkeypatch.setattr(experiment, "write_json", real_record)
     assert len(saves) == 1 and saves[0].exists()
 
-    resumed = _smoke(slug, tmp_path / "interrupted")  # the same command again
+    resumed = run_smoke(slug, tmp_path / "interrupted")  # the same command again
     assert resumed["metrics"] == reference["metrics"]
 
     # The resumed run continued, rather than restarted: no record is logged twice. A record

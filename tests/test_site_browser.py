@@ -10,12 +10,8 @@ docstrings). It skips, saying why, where chromium, chromedriver or selenium is m
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 
 import pytest
-
-from shared.config import REPO_ROOT
 
 PAGES = (
     "index.html",
@@ -58,18 +54,6 @@ def _chromium() -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site") / "site"
-    subprocess.run(
-        [sys.executable, str(REPO_ROOT / "scripts" / "site.py"), "--out", str(out)],
-        check=True,
-        cwd=REPO_ROOT,
-        capture_output=True,
-    )
-    return out
-
-
-@pytest.fixture(scope="module")
 def browser():
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium (the docs extra)")
     binary, driver_path = _chromium()
@@ -86,8 +70,8 @@ def browser():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES)
-def test_page_renders_in_chromium(site, browser, page):
-    path = site / page
+def test_page_renders_in_chromium(built_site, browser, page):
+    path = built_site / page  # the session's one build (conftest)
     assert path.is_file(), f"the site has no {page}"
     browser.get(path.as_uri())
     # get() can return before a large page (em_llm's) finishes loading on a busy machine: wait
