@@ -377,3 +377,60 @@ def metric_differences(
                         f"the committed file says {expected!r}"
                     )
     return differences
+
+
+# ------------------------------------------ why a real claim failed (issue 51: diagnosed)
+DiagnosisWord = Literal["method", "protocol", "code", "open"]
+DIAGNOSIS_WORDS: tuple[str, ...] = ("method", "protocol", "code", "open")
+DIAGNOSIS_MEANING = {
+    "method": "the paper's method fails on this real data (our code matching the official code "
+    "or the brief)",
+    "protocol": "it holds at the paper's own protocol, or the trend says it would",
+    "code": "a defect of ours, fixed, with a test that would have caught it",
+    "open": "not yet decided: the diagnosis names what is still missing",
+}
+DIAGNOSIS_FILE = "diagnosis.json"  # results/diagnosis.json: the decisive experiment's numbers
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """Why failing real claims failed, settled by an experiment (a paper's ``REAL_DIAGNOSES``).
+
+    ``claims`` names the ``REAL_CLAIMS`` entries it explains (as the first protocol's
+    ``results/real_first.json`` or ``results/real.json`` names them); ``word`` is one of
+    :data:`DIAGNOSIS_WORDS`; ``reason`` is one line, whose ``{key}`` / ``{key:.3f}`` fields are
+    filled from the numbers the experiment wrote (``results/diagnosis.json``'s ``numbers``), so
+    no number in it is typed by hand; ``experiment`` is the command that wrote them;
+    ``official`` says how the official code's output compared on the same input (same
+    ``{key}`` fields), empty where it was not run."""
+
+    claims: tuple[str, ...]
+    word: DiagnosisWord
+    reason: str
+    experiment: str
+    official: str = ""
+
+    def __post_init__(self) -> None:
+        if self.word not in DIAGNOSIS_WORDS:
+            raise ValueError(f"Diagnosis word {self.word!r} is not one of {DIAGNOSIS_WORDS}")
+        if not self.claims:
+            raise ValueError("a Diagnosis explains at least one claim")
+
+    def render(self, numbers: dict[str, float]) -> dict:
+        """The diagnosis with its ``{key}`` fields filled from the experiment's ``numbers``;
+        a field the numbers lack raises, naming it."""
+        try:
+            reason = self.reason.format(**numbers)
+            official = self.official.format(**numbers)
+        except KeyError as err:
+            raise KeyError(
+                f"diagnosis of {self.claims[0]!r} reads {err.args[0]!r}, which "
+                f"{DIAGNOSIS_FILE} does not hold (it has {sorted(numbers)})"
+            ) from err
+        return {
+            "claims": list(self.claims),
+            "word": self.word,
+            "reason": reason,
+            "experiment": self.experiment,
+            "official": official,
+        }
