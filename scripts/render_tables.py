@@ -25,7 +25,8 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from shared.claims import claim_label, verdict_word  # noqa: E402
+from shared.claims import DIAGNOSIS_MEANING, claim_label, verdict_word  # noqa: E402
+from shared.findings import all_findings, claim_status, paper_findings  # noqa: E402
 from shared.tables import markdown_table, mean_std  # noqa: E402
 
 CATALOG = REPO_ROOT / "configs" / "catalog.yaml"
@@ -34,6 +35,7 @@ PAPERS_TABLE = ("<!-- papers-table:begin -->", "<!-- papers-table:end -->")
 RESULTS_BLOCK = ("<!-- results:begin -->", "<!-- results:end -->")
 REAL_BLOCK = ("<!-- real-results:begin -->", "<!-- real-results:end -->")
 ASSETS_TABLE = ("<!-- assets-table:begin -->", "<!-- assets-table:end -->")
+FINDINGS_TABLE = ("<!-- findings-table:begin -->", "<!-- findings-table:end -->")
 
 
 def load_result(slug: str, name: str = "toy.json") -> dict | None:
@@ -103,12 +105,8 @@ def real_status(slug: str) -> str:
     real = load_result(slug, "real.json")
     if real is None:
         return "not run yet"
-    claims = [c for c in real["claims"] if c["role"] == "claim"]
-    controls = [c for c in real["claims"] if c["role"] == "negative_control"]
-    status = f"{sum(c['passed'] for c in claims)}/{len(claims)} pass"
-    if any(not c["passed"] for c in controls):
-        status += " · control broken"
     assets = ", ".join(a["name"] for a in real.get("assets", []))
+    status = claim_status(real)
     return f"{status} ({assets})" if assets else status
 
 
@@ -227,7 +225,108 @@ def real_block(result: dict) -> str:
     ]
     if figure.is_file():
         parts.append(f"![real data: {result['paper']}](results/real.png)")
+    first = load_result(result["paper"], "real_first.json")
+    if first:
+        parts.append(first_protocol_block(first))
+    diagnoses = diagnosis_table(result["paper"])
+    if diagnoses:
+        parts.append(diagnoses)
     return "\n\n".join(parts)
+
+
+def first_protocol_block(first: dict) -> str:
+    """The first real protocol's verdicts (``results/real_first.json``), kept beside the rerun
+    at the paper's protocol: what changed is then read off two tables."""
+    claims = [
+        [_label(c), c["role"], c["statement"], f"{c['measured']:.4g}", _verdict(c)]
+        for c in first["claims"]
+    ]
+    return "\n\n".join(
+        [
+            f"First protocol (`results/real_first.json`; seeds {first['seeds']}, commit "
+            f"`{(first.get('git_commit') or 'unknown')[:12]}`, the config of that commit): "
+            f"verdict **{first['verdict']}**.",
+            markdown_table(["claim", "role", "statement", "measured", "verdict"], claims),
+        ]
+    )
+
+
+def diagnosis_table(slug: str) -> str:
+    """Why each failing real claim failed: the word, the reason with the experiment's numbers
+    (``claims.REAL_DIAGNOSES`` and ``results/diagnosis.json``), and the official code's
+    agreement; empty when the paper declares no diagnosis."""
+    diagnoses = paper_findings(slug)["diagnoses"]
+    if not diagnoses:
+        return ""
+    rows = [
+        ["; ".join(d["claims"]), f"**{d['word']}**", d["reason"], d["official"] or "-"]
+        for d in diagnoses
+    ]
+    commands = sorted({d["experiment"] for d in diagnoses})
+    return "\n\n".join(
+        [
+            "Diagnosis of the failing real claims (`claims.REAL_DIAGNOSES`, numbers from "
+            f"`results/diagnosis.json`, written by `{'`, `'.join(commands)}`):",
+            markdown_table(["claims", "diagnosis", "why (measured)", "official code"], rows),
+        ]
+    )
+
+
+def short_claim(name: str) -> str:
+    """A claim's name without its parenthesised detail (the paper's README has it whole)."""
+    return name.split(" (", 1)[0]
+
+
+def findings_rows() -> list[dict]:
+    """The findings, one dict per row: per paper with a real rung, the toy verdict, the real
+    verdicts (first protocol, and the rerun at the paper's protocol where the first departed
+    from it), then one row per diagnosis: its word, the reason with its number and the
+    official code's agreement. The root README's table and the site's findings page."""
+    rows = []
+    for found in all_findings():
+        slug = found["slug"]
+        toy = load_result(slug)
+        paper = {
+            "slug": slug,
+            "toy": _status(toy, load_result(slug, "heldout.json")) if toy else "-",
+            "first": found["first_protocol"] or found["real"],
+            "rerun": found["real"] if found["first_protocol"] else "(protocol unchanged)",
+        }
+        if not found["diagnoses"]:
+            failing = "; ".join(map(short_claim, found["failing"]))
+            why = f"{failing}: not diagnosed yet" if failing else "every real claim holds"
+            rows.append({**paper, "word": "undiagnosed" if failing else "-", "why": why})
+            rows[-1]["official"] = "-"
+        for i, d in enumerate(found["diagnoses"]):
+            cells = paper if i == 0 else dict.fromkeys(paper, "")
+            why = f"{'; '.join(map(short_claim, d['claims']))}: {d['reason']}"
+            rows.append({**cells, "word": d["word"], "why": why, "official": d["official"] or "-"})
+    return rows
+
+
+FINDINGS_COLUMNS = {
+    "slug": "paper",
+    "toy": "toy",
+    "first": "real, first protocol",
+    "rerun": "real, paper's protocol",
+    "word": "diagnosis",
+    "why": "failing claims: why (measured)",
+    "official": "official code",
+}
+
+
+def findings_table() -> str:
+    """:func:`findings_rows` as the root README's table, with the words' legend."""
+    rows = []
+    for row in findings_rows():
+        cells = dict(row)
+        if cells["slug"]:
+            cells["slug"] = f"[`{row['slug']}`](papers/{row['slug']}/README.md)"
+        if cells["word"] in DIAGNOSIS_MEANING:
+            cells["word"] = f"**{row['word']}**"
+        rows.append([cells[key] for key in FINDINGS_COLUMNS])
+    legend = "; ".join(f"**{word}**: {meaning}" for word, meaning in DIAGNOSIS_MEANING.items())
+    return markdown_table(list(FINDINGS_COLUMNS.values()), rows) + "\n\n" + legend + "."
 
 
 def replace_between(text: str, markers: tuple[str, str], body: str, path: Path) -> str:
@@ -262,6 +361,7 @@ def targets() -> list[tuple[Path, tuple[str, str], str]]:
     out = [
         (REPO_ROOT / "README.md", PAPERS_TABLE, papers_table()),
         (REPO_ROOT / "README.md", ASSETS_TABLE, assets_table()),
+        (REPO_ROOT / "README.md", FINDINGS_TABLE, findings_table()),
     ]
     for readme in sorted((REPO_ROOT / "papers").glob("*/README.md")):
         result = load_result(readme.parent.name)

@@ -624,11 +624,24 @@ class SiteBuilder:
         rows = [self.paper_page(entry) for entry in self.catalog]
         home = self.env.get_template("index.html").render(root="", rows=rows)
         (self.site / "index.html").write_text(home)
+        self.findings_page()
         return Stats(
-            pages=len(rows) + 1,
+            pages=len(rows) + 2,
             images=sum(1 for p in self.site.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES),
             math=self.readme_md.math_count + self.note_md.math_count,
         )
+
+    def findings_page(self) -> None:
+        """``findings.html``: what holds on real data, what fails and why, from the same rows as
+        the root README's findings table (``render_tables.findings_rows``)."""
+        rows = [
+            {**row, "href": f"papers/{row['slug']}/index.html" if row["slug"] else ""}
+            for row in self.tables.findings_rows()
+        ]
+        page = self.env.get_template("findings.html").render(
+            root="", rows=rows, legend=list(self.tables.DIAGNOSIS_MEANING.items())
+        )
+        (self.site / "findings.html").write_text(page)
 
     def paper_page(self, entry: dict) -> dict:
         """Write ``papers/<slug>/index.html``; the paper's row of the home page."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.config import REPO_ROOT
+from shared.config import REPO_ROOT, real_papers
 
 SOURCE = '''"""Module docstring with $x$."""
 
@@ -213,13 +213,18 @@ def test_full_site_builds_and_checks(built_site):
     out = built_site  # built and checked by scripts/site.py, once per session (conftest)
     assert sorted(p.name for p in out.parent.iterdir()) == ["site"]  # no temporary folder left
     pages = sorted((out / "papers").glob("*/index.html"))
-    assert len(pages) == 19 and len(list(out.rglob("*.html"))) == 20
+    assert len(pages) == 19 and len(list(out.rglob("*.html"))) == 21  # + home, findings
     assert any("<math" in page.read_text() for page in pages)
     assert (out / "assets" / "style.css").is_file()
 
     # Home -> paper page -> the line that computes an equation: two clicks.
     home = (out / "index.html").read_text()
-    assert 'href="papers/adamcb/index.html"' in home
+    assert 'href="papers/adamcb/index.html"' in home and 'href="findings.html"' in home
+
+    # The findings page: one row per real paper at least, each linking to its paper page.
+    findings = (out / "findings.html").read_text()
+    for slug in real_papers():
+        assert f'href="papers/{slug}/index.html"' in findings, slug
     adamcb = (out / "papers" / "adamcb" / "index.html").read_text()
     table = re.search(r'id="equations-to-code".*?</table>', adamcb, re.S).group(0)
     assert '<a href="#method-exp3m_probabilities"><code>method.exp3m_probabilities</code></a>' in (

@@ -18,6 +18,7 @@ PAGES = (
     "papers/adamcb/index.html",
     "papers/em_llm/index.html",
     "papers/etcd/index.html",
+    "findings.html",
 )
 MATH_PAGE = "papers/adamcb/index.html"  # its docstrings carry $...$ math
 WINDOW = (1280, 900)

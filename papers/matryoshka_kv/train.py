@@ -213,8 +213,12 @@ def train_projections(
     run_dir: Path,
     accelerator,
     logger,
+    at_step=None,
 ):
-    """Matryoshka (or fixed-rank) training of the projections, base model frozen (Sec. 3.4)."""
+    """Matryoshka (or fixed-rank) training of the projections, base model frozen (Sec. 3.4).
+
+    ``at_step(step, student)``, when given, runs after every optimizer step (``diagnose.py``
+    evaluates the student part-way through one run with it)."""
     q = cfg.projection
     student = attach_projections(copy.deepcopy(teacher), projections)
     n_layers, n_heads = projections.n_layers, projections.n_heads
@@ -244,6 +248,11 @@ def train_projections(
         )
         return loss, {k: float(v) for k, v in parts.items()}
 
+    def after_step(step: int) -> None:
+        schedule.step()
+        if at_step is not None:
+            at_step(step, student)
+
     fit(
         model=projections,
         optimizer=optimizer,
@@ -253,7 +262,7 @@ def train_projections(
         run_dir=run_dir,
         next_batch=next_batch,
         compute_loss=compute_loss,
-        after_step=lambda step, batch, aux: schedule.step(),
+        after_step=lambda step, batch, aux: after_step(step),
         stateful={"schedule": schedule},
         logger=logger,
         tags={"method": method, "seed": seed},

@@ -1,0 +1,42 @@
+"""The length experiment behind the real accuracy claim's diagnosis (``diagnose.py``): the
+numbers it quotes on a hand case, and one run on the real LM evaluated part-way (a few
+hundred tokens)."""
+
+from __future__ import annotations
+
+import pytest
+
+from papers.matryoshka_kv import diagnose
+from papers.matryoshka_kv.claims import REAL_SMOKE_OVERRIDES
+from shared import pretrained
+from tests.helpers import require_assets
+
+
+def test_numbers_quote_each_milestone_against_pca():
+    real = {
+        "metrics": {"pca": {"kl_r16": {"per_seed": {"0": 2.0}}, "kl_r24": {"per_seed": {"0": 1.0}}}}
+    }
+    at = {
+        120: {"acc_ratio_r24": 0.80, "kl_r16": 1.0, "kl_r24": 0.5},
+        480: {"acc_ratio_r24": 0.86, "kl_r16": 0.5, "kl_r24": 0.25},
+    }
+    numbers = diagnose.numbers_from(at, real, seed=0)
+    assert numbers["acc_ratio_r24_at_120"] == 0.80 and numbers["acc_ratio_r24_at_480"] == 0.86
+    assert numbers["kl_ratio_r16_at_120"] == 0.5 and numbers["kl_ratio_r24_at_480"] == 0.25
+    assert numbers["first_steps"] == 120 and numbers["last_steps"] == 480
+    assert numbers["acc_ratio_gain"] == pytest.approx(0.06)
+    with pytest.raises(ValueError, match="no milestone"):
+        diagnose.numbers_from({}, real, seed=0)
+
+
+def test_one_run_is_evaluated_at_every_milestone(tmp_path):
+    require_assets(pretrained.MODEL_ASSET, pretrained.CORPUS_ASSET)
+    shrink = tuple(
+        o for o in REAL_SMOKE_OVERRIDES if not o.startswith(("projection.steps", "projection.warm"))
+    )
+    at = diagnose.run([1, 2], seed=0, out_dir=tmp_path, overrides=shrink)
+    assert sorted(at) == [1, 2]
+    for metrics in at.values():
+        assert 0 < metrics["acc_ratio_r24"] <= 1.5 and metrics["kl_r16"] >= metrics["kl_r64"] - 1e-6
+    # the two evaluations see a student that trained in between
+    assert at[1]["kl_r16"] != at[2]["kl_r16"]
