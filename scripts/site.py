@@ -52,6 +52,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from shared.claims import claim_label, verdict_word  # noqa: E402
+from shared.findings import paper_findings  # noqa: E402
 
 CATALOG = REPO_ROOT / "configs" / "catalog.yaml"
 ASSETS = Path(__file__).resolve().parent / "site_assets"
@@ -569,11 +570,13 @@ def claims_rows(result: dict | None, heldout: dict | None) -> list[list[str]]:
     return rows
 
 
-def real_claims_rows(real: dict | None) -> list[list[str]]:
-    """Per real-data claim: name, role, statement, threshold, measured and verdict."""
+def real_claims_rows(real: dict | None, diagnoses: list[dict] = ()) -> list[list[str]]:
+    """Per real-data claim: name, role, statement, threshold, measured, verdict and, for a
+    claim that failed, its diagnosis word (``claims.REAL_DIAGNOSES``; "-" otherwise)."""
+    words = {name: d["word"] for d in diagnoses for name in d["claims"]}
     return [
         [claim_label(c["name"], c["role"]), c["role"], c["statement"], _number(c.get("threshold"))]
-        + [_number(c["measured"]), _verdict(c)]
+        + [_number(c["measured"]), _verdict(c), words.get(c["name"], "-")]
         for c in (real["claims"] if real else [])
     ]
 
@@ -669,7 +672,9 @@ class SiteBuilder:
             readme=Markup(self.readme_md.render_tokens(tokens, str(readme_path))),
             nav=heading_nav(tokens),
             claims=claims_rows(result, heldout),
-            real_claims=real_claims_rows(real),
+            real_claims=real_claims_rows(
+                real, paper_findings(paper.slug)["diagnoses"] if real else []
+            ),
             real_assets=", ".join(
                 f"{a['name']} ({a['package']} {a['version']})"
                 for a in (real or {}).get("assets", [])

@@ -78,7 +78,10 @@ def undiagnosed(slug: str) -> list[str]:
     failing = set(failing_claims(results_file(slug, FIRST_PROTOCOL_FILE)))
     failing |= set(failing_claims(results_file(slug, REAL_FILE)))
     covered: list[str] = [name for d in declared_diagnoses(slug) for name in d.claims]
-    problems = [f"{slug}: failing real claim {name!r} has no diagnosis" for name in sorted(failing)]
+    problems = [
+        f"{slug}: failing real claim {name!r} has no diagnosis"
+        for name in sorted(failing - set(covered))
+    ]
     problems += [
         f"{slug}: diagnosis names {name!r}, which no real results file records as failing"
         for name in sorted(set(covered) - failing)
