@@ -192,11 +192,15 @@ def modularity(adjacency: Tensor, starts: list[int]) -> float:
     return float(q / (2 * two_m))
 
 
-def conductance(adjacency: Tensor, starts: list[int]) -> float:
-    """Mean over the contiguous communities starting at ``starts`` of phi(S) = cut(S) /
-    min(vol(S), vol(S-bar)), with cut(S) = sum_{i in S, j not in S} A_ij, vol(S) = sum_{i,j in
-    S} A_ij and vol(S-bar) = sum_ij A_ij - vol(S) (the official form, brief Sec. 3.3; 1e-15
-    guard on a zero volume). Lower is better: events that keep their similarity inside."""
+def event_conductances(adjacency: Tensor, starts: list[int]) -> Tensor:
+    """phi(S) = cut(S) / min(vol(S), vol(S-bar)) of every contiguous community starting at
+    ``starts``, with cut(S) = sum_{i in S, j not in S} A_ij, vol(S) = sum_{i,j in S} A_ij and
+    vol(S-bar) = sum_ij A_ij - vol(S) (paper Eq. 4 with the official volumes,
+    ``similarity.py`` L30-44 of em-llm/EM-LLM-model @ e911d1f; 1e-15 guard on a zero volume).
+
+    Returns:
+        (number of communities,) conductances, in order.
+    """
     a = adjacency.double()
     n = a.shape[0]
     total = a.sum()
@@ -207,8 +211,21 @@ def conductance(adjacency: Tensor, starts: list[int]) -> float:
         inner = a[lo:hi, lo:hi].sum()
         denominator = torch.minimum(inner, total - inner)
         denominator = denominator if denominator != 0 else torch.tensor(1e-15, dtype=a.dtype)
-        phis.append(float((degree[lo:hi].sum() - inner) / denominator))
-    return sum(phis) / len(phis)
+        phis.append((degree[lo:hi].sum() - inner) / denominator)
+    return torch.stack(phis)
+
+
+def conductance(adjacency: Tensor, starts: list[int]) -> float:
+    """The conductance of a segmentation: the **minimum** over its communities of phi(S)
+    (:func:`event_conductances`), paper Eq. 4 (f_C = min over the events S of the induced
+    graph), as the official code reads it (``similarity.py`` L53 returns the min first and the
+    refinement scores splits by it, ``segmentation.py`` L14). Lower is better.
+
+    Not the mean over events (this repo's first real protocol): with vol(S) the intra-event
+    volume, phi(S) ~ (T - n) / n for an event of n tokens on any graph, so a mean over events
+    grows with mean(1/n) and penalises variable sizes regardless of where the boundaries are
+    (README, "Real data: diagnosis")."""
+    return float(event_conductances(adjacency, starts).min())
 
 
 def split_scores(adjacency: Tensor, metric: str) -> Tensor:

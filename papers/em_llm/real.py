@@ -20,6 +20,7 @@ import random
 
 import numpy as np
 import torch
+from torch import Tensor
 
 from papers.em_llm.config import Config, RealConfig
 from papers.em_llm.data import PASSKEY_FILLER, passkey_prompt
@@ -172,14 +173,17 @@ class RealReader:
         return self.tokenizer.decode(generated, skip_special_tokens=True)
 
 
-def segment_document(lm, tokenizer, text: str, cfg: Config) -> dict[str, dict[str, float]] | None:
-    """Modularity and conductance of the S, SM and fixed partitions of one test document.
+def segmentation_partitions(
+    lm, tokenizer, text: str, cfg: Config
+) -> tuple[Tensor, dict[str, list[int]]] | None:
+    """The key-similarity graph of one test document and its S, SM and fixed partitions.
 
     Its first ``real.segmentation_tokens`` tokens are read by EM-LLM (the memory of
     ``cfg.memory``); over the region its events cover, the graph is A = sum_{l >= l0, h} K K^T
     of the keys it stored (l0 = ``memory.refine_from_layer``, as the refinement's); S = its
-    event starts, SM = S refined by modularity on the whole region (paper Algorithm 1), fixed
-    = as many evenly spaced starts. None when the document formed fewer than two events."""
+    event starts, SM = S refined by ``eval.refine_metric`` on the whole region (paper
+    Algorithm 1), fixed = as many evenly spaced starts (all relative to the region's start).
+    None when the document formed fewer than two events."""
     ids = torch.tensor(tokenizer(text)["input_ids"][: cfg.real.segmentation_tokens])
     reading = read_document(lm, ids, cfg.memory)
     if len(reading.events) < 2:
@@ -188,13 +192,23 @@ def segment_document(lm, tokenizer, text: str, cfg: Config) -> dict[str, dict[st
     surprise_starts = [b - begin for b, _ in reading.events[1:]]
     layers = reading.memories[cfg.memory.refine_from_layer :]
     adjacency = key_similarity(torch.stack([m.keys[:, begin:end] for m in layers]))
-    partitions = {
+    return adjacency, {
         "S": surprise_starts,
         "SM": refine_boundaries(
             adjacency, surprise_starts, cfg.eval.refine_min_block, cfg.eval.refine_metric
         ),
         "fixed": evenly_spaced(0, end - begin, len(surprise_starts)),
     }
+
+
+def segment_document(lm, tokenizer, text: str, cfg: Config) -> dict[str, dict[str, float]] | None:
+    """Modularity and conductance (paper Eq. 3, 4) of the S, SM and fixed partitions of one
+    test document (:func:`segmentation_partitions`); None when it formed fewer than two
+    events."""
+    graph = segmentation_partitions(lm, tokenizer, text, cfg)
+    if graph is None:
+        return None
+    adjacency, partitions = graph
     return {
         name: {
             "modularity": modularity(adjacency, starts),

@@ -8,8 +8,10 @@ import torch
 
 from papers.em_llm.method import (
     boundary_f1,
+    conductance,
     contiguity_split,
     evenly_spaced,
+    event_conductances,
     form_events,
     modularity,
     nearest_capacity,
@@ -129,6 +131,27 @@ def test_modularity_matches_networkx_on_a_random_graph():
 def test_conductance_of_the_block_split_is_zero():
     scores = split_scores(two_blocks(), "conductance")
     assert float(scores[4]) == 0.0 and all(float(scores[t]) > 0 for t in (2, 3, 5, 6))
+
+
+def test_conductance_of_a_segmentation_is_the_minimum_over_its_events():
+    # issue 51 (CI: "em_llm's metric on a fixed graph"): paper Eq. 4 / official similarity.py
+    # L53 take the min over events; the first real protocol took the mean, which on this
+    # structureless graph (all pairs alike) scores sizes 2, 4, 6 worse than 4, 4, 4 (8 / 3 > 2)
+    # wherever the boundaries are. phi = cut / intra-volume = n (12 - n) / n^2 here.
+    ones = torch.ones(12, 12, dtype=torch.float64)
+    assert event_conductances(ones, [2, 6]).tolist() == pytest.approx([5.0, 2.0, 1.0])
+    assert conductance(ones, [2, 6]) == pytest.approx(1.0)
+    assert conductance(ones, [4, 8]) == pytest.approx(2.0)
+    # on the block graph the events that keep to the blocks have zero conductance
+    assert event_conductances(two_blocks(), [2, 4]).tolist() == pytest.approx([2.0, 2.0, 0.0])
+    assert conductance(two_blocks(), [2, 4]) == 0.0
+
+
+def test_conductance_uses_the_official_complement_volume():
+    # vol(S-bar) = sum_ij A_ij - vol(S) (official similarity.py L38), not the complement's own
+    # intra-volume: a 10-token event of a 12-token constant graph has min(100, 144 - 100) = 44
+    ones = torch.ones(12, 12, dtype=torch.float64)
+    assert event_conductances(ones, [10]).tolist() == pytest.approx([20 / 44, 20 / 4])
 
 
 @pytest.mark.parametrize("metric", ["modularity", "conductance"])
