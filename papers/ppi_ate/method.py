@@ -165,9 +165,17 @@ Regressor = Callable[[], object]  # factory of a fresh sklearn regressor
 Classifier = Callable[[], object]  # factory of a fresh sklearn classifier
 
 
+OUTCOME_DESIGNS = ("per_arm", "pooled")  # cross_fit_nuisances' outcome models
+
+
 def _fit_per_arm(make_regressor: Regressor, x: np.ndarray, a: np.ndarray, y: np.ndarray):
     """One outcome regression per arm: (model for A = 0, model for A = 1)."""
     return tuple(make_regressor().fit(x[a == arm], y[a == arm]) for arm in (0, 1))
+
+
+def _with_arm(x: np.ndarray, arm) -> np.ndarray:
+    """[X, A]: the covariates with the treatment as a last column (``arm``: (n,) or 0/1)."""
+    return np.column_stack([x, np.broadcast_to(arm, (len(x),))])
 
 
 def cross_fit_nuisances(
@@ -180,12 +188,15 @@ def cross_fit_nuisances(
     n_folds: int,
     clip: tuple[float, float],
     rng: np.random.Generator,
+    outcome_design: str = "per_arm",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Out-of-fold $\hat\mu_0, \hat\mu_1, \hat e$ on D1 by K-fold cross-fitting (Sec. 3.4).
 
     In-sample nuisances under-estimate Var(φ) and under-cover with flexible learners; every
     prediction here comes from models fit on the other folds. The propensity is the known
-    RCT value when given, else the classifier's, clipped to ``clip``.
+    RCT value when given, else the classifier's, clipped to ``clip``. ``outcome_design``:
+    ``per_arm``, one regression per arm; ``pooled``, one regression on [X, A] predicted at
+    A = 0 and A = 1 (econml's DR-learner, ``econml/dr/_drlearner.py:88,115,123`` in 0.15.1).
 
     Returns:
         ``(mu0, mu1, e)``, each (n,).
@@ -196,8 +207,17 @@ def cross_fit_nuisances(
     for k in range(n_folds):
         train, test = folds != k, folds == k
         check_dataset(f"D1 (cross-fitting fold {k} training part)", x[train], a[train], y[train])
-        model0, model1 = _fit_per_arm(make_regressor, x[train], a[train], y[train])
-        mu0[test], mu1[test] = model0.predict(x[test]), model1.predict(x[test])
+        if outcome_design == "per_arm":
+            model0, model1 = _fit_per_arm(make_regressor, x[train], a[train], y[train])
+            mu0[test], mu1[test] = model0.predict(x[test]), model1.predict(x[test])
+        elif outcome_design == "pooled":
+            model = make_regressor().fit(_with_arm(x[train], a[train]), y[train])
+            mu0[test] = model.predict(_with_arm(x[test], 0))
+            mu1[test] = model.predict(_with_arm(x[test], 1))
+        else:
+            raise ValueError(
+                f"outcome_design must be one of {OUTCOME_DESIGNS}, got {outcome_design!r}"
+            )
         if known_propensity is None:
             classifier = make_classifier().fit(x[train], a[train])
             e[test] = classifier.predict_proba(x[test])[:, 1]
@@ -227,14 +247,28 @@ def dr_learner(
     n_folds: int,
     clip: tuple[float, float],
     rng: np.random.Generator,
+    outcome_design: str = "pooled",
 ) -> Callable[[np.ndarray], np.ndarray]:
     r"""DR-learner CATE model: cross-fitted AIPW pseudo-outcomes regressed on X.
 
     With a linear final stage this is what econml's ``LinearDRLearner`` (the official D2
-    learner, Sec. 3.2 step 2) computes, written with scikit-learn alone.
+    learner, Sec. 3.2 step 2) computes, written with scikit-learn alone: as econml, one
+    outcome regression on [X, A] (not one per arm), predicted at A = 0 and A = 1. Two
+    differences remain: the folds are random rather than stratified by A, and the
+    propensities are clipped to ``clip`` rather than floored at econml's 1e-6.
+    ``outcome_design="per_arm"`` is this function before issue 51 (one regression per arm).
     """
     mu0, mu1, e = cross_fit_nuisances(
-        x, a, y, make_regressor, make_classifier, None, n_folds, clip, rng
+        x,
+        a,
+        y,
+        make_regressor,
+        make_classifier,
+        None,
+        n_folds,
+        clip,
+        rng,
+        outcome_design=outcome_design,
     )
     pseudo = aipw_pseudo_outcomes(y, a, mu0, mu1, e)
     final = make_final().fit(x, pseudo)
