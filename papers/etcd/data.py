@@ -16,6 +16,7 @@ consensus graph); :func:`prepare` rescales them once.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import combinations
 from pathlib import Path
 
 import numpy as np
@@ -88,6 +89,27 @@ def violating_graph() -> LatentGraph:
     """
     edges = [("L", "x1"), ("L", "x2"), ("L", "x3"), ("x1", "x2"), ("x2", "x3")]
     return _structure(["L", "x1", "x2", "x3"], 1, edges)
+
+
+def indicator_graph(n_latent: int = 3, indicators: int = 3) -> LatentGraph:
+    """A measurement model shaped like Holzinger-Swineford's (issue 51's sample-size sweep):
+    ``n_latent`` latents, each with ``indicators`` pure observed children, and every earlier
+    latent a parent of every later one (L1 -> L2, L1 -> L3, L2 -> L3 for three), so the
+    factors are all correlated, as the three abilities are. It satisfies ETCD's pure-children
+    assumption (each indicator's only parent is its latent).
+
+    Returns:
+        The 0/1 structure, ordered [L1..Lm, x1..x(m * indicators)]; the indicators of L_k
+        are x(k * indicators + 1) .. x((k + 1) * indicators), the order of Holzinger-
+        Swineford's three tests per ability.
+    """
+    if n_latent < 1 or indicators < 2:
+        raise ValueError("need n_latent >= 1 and indicators >= 2 (the pure-children assumption)")
+    latents = [f"L{k + 1}" for k in range(n_latent)]
+    observed = [f"x{i + 1}" for i in range(n_latent * indicators)]
+    edges = [(latents[a], latents[b]) for a, b in combinations(range(n_latent), 2)]
+    edges += [(latents[i // indicators], x) for i, x in enumerate(observed)]
+    return _structure(latents + observed, n_latent, edges)
 
 
 def _ancestral_support(B: np.ndarray) -> np.ndarray:
