@@ -35,6 +35,7 @@ from papers.adamcb.method import (
     AdamCBSampler,
     CorrectedAdamBSSampler,
     Draw,
+    Sampler,
     UniformSampler,
     importance_weighted_loss,
     per_sample_grad_norms,
@@ -169,8 +170,12 @@ def train_one(
     data: Split,
     accelerator: Accelerator,
     logger: MetricsLogger,
+    sampler: Sampler | None = None,
 ) -> RunOutput:
-    """Train one network with ``method`` from seed ``seed``; returns its metrics and curve."""
+    """Train one network with ``method`` from seed ``seed``; returns its metrics and curve.
+
+    ``sampler`` replaces the method's own (``make_sampler``) when given: diagnose.py passes
+    one that records what the bandit saw."""
     device = accelerator.device
     sampler_kind, variant = METHODS[method]
     n, K = len(data.y_train), cfg.sampler.batch_size
@@ -201,7 +206,8 @@ def train_one(
         variant=variant,
     )
     model, optimizer = accelerator.prepare(model, optimizer)
-    sampler = make_sampler(sampler_kind, n, cfg, seed)
+    if sampler is None:
+        sampler = make_sampler(sampler_kind, n, cfg, seed)
     learns = sampler_kind not in ("uniform", "uniform_without_replacement")
     # The no-feedback ablation updates its weights but never reads the norms: skip their pass.
     needs_norms = learns and getattr(sampler, "feedback", True)
