@@ -136,7 +136,8 @@ _OFFICIAL = (
     "{official_epochs} epoch(s): train CE {official_train_ce_last:.4f} vs ours "
     "{ours_train_ce_same_epoch:.4f} (largest per-epoch gap {official_max_abs_curve_diff:.4f}); "
     "its log-weights after one epoch: R^2 on play counts {official_r2_logw_plays:.3f}, median "
-    "normalised norm {official_median_gbar:.3f}, feedback share {official_median_loss_share:.2g}"
+    "normalised norm {official_median_gbar:.3f}, median feedback share at its last step "
+    "{official_median_loss_share:.2g}"
 )
 REAL_DIAGNOSES = [
     Diagnosis(
@@ -145,13 +146,13 @@ REAL_DIAGNOSES = [
         reason=(
             "at the paper's protocol ({pp_epochs} epochs x {pp_seeds} seeds) AdamCB / Adam = "
             "{pp_ratio_adamcb_adam:.4f} in final train CE (lower on {pp_wins_adamcb_vs_adam} "
-            "seeds, test CE ratio {pp_test_ratio_adamcb_adam:.4f}), and AdamCB / AdamCB without "
-            "gradient feedback = {pp_ratio_adamcb_no_feedback:.4f}: the feedback term is "
-            "{mean_loss_share:.2g} of 1/p_min^2 on average (median normalised norm "
-            "{median_gbar:.3f}), so after one epoch the log-weights are a function of the play "
-            "counts (R^2 {r2_logw_plays:.3f}); what is left, K distinct draws at K/n = 0.2%, "
-            "gains nothing (first protocol: AdamCB / uniform w/o replacement "
-            "{first_ratio_adamcb_uniform_wor:.4f})"
+            "of {pp_seeds} seeds, test CE ratio {pp_test_ratio_adamcb_adam:.4f}), and AdamCB "
+            "/ AdamCB without gradient feedback = {pp_ratio_adamcb_no_feedback:.4f}: the "
+            "feedback term is {mean_loss_share:.2g} of 1/p_min^2 on average (median "
+            "normalised norm {median_gbar:.3f}), so after one epoch the log-weights are a "
+            "function of the play counts (R^2 {r2_logw_plays:.3f}); what is left, K distinct "
+            "draws at K/n = 0.2%, gains nothing (first protocol: AdamCB / uniform w/o "
+            "replacement {first_ratio_adamcb_uniform_wor:.4f})"
         ),
         experiment=DIAGNOSE,
         official=_OFFICIAL,
