@@ -161,8 +161,8 @@ REAL_DIAGNOSES = [
         claims=("beats corrected AdamBS by 5%",),
         word="method",
         reason=(
-            "AdamCB matches Adam at the paper's protocol ({pp_ratio_adamcb_adam:.4f}) and its "
-            "no-feedback ablation ({pp_ratio_adamcb_no_feedback:.4f}), and corrected AdamBS "
+            "AdamCB trails Adam at the paper's protocol ({pp_ratio_adamcb_adam:.4f}) and is level "
+            "with its no-feedback ablation ({pp_ratio_adamcb_no_feedback:.4f}); corrected AdamBS "
             "matched Adam on the first protocol ({first_ratio_adambs_corrected_adam:.4f}; "
             "AdamCB / corrected AdamBS {first_ratio_adamcb_adambs_corrected:.4f}): both "
             "bandits leave the sampling as good as uniform, so neither can lead by 5% "
