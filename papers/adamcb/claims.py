@@ -3,7 +3,7 @@
 Setting: configs/adamcb/toy.yaml (digits n=300, K=150, 60 epochs, lr 1e-2, seeds 0-4).
 """
 
-from shared.claims import Claim, MeanBelow, PairedWins, RatioAtMost
+from shared.claims import Claim, Diagnosis, MeanBelow, PairedWins, RatioAtMost
 
 SCALE = "toy"
 SEEDS = [0, 1, 2, 3, 4]
@@ -24,6 +24,7 @@ LABELS = {
     "adambs_corrected": "corrected AdamBS",
     "adamcb": "AdamCB",
     "adamx_uniform_wor": "diagnostic: AdamX, uniform w/o replacement",
+    "adamcb_no_feedback": "ablation: AdamCB without gradient feedback",
 }
 
 METRIC = "final_train_ce"
@@ -122,5 +123,52 @@ REAL_CLAIMS = [
         "AdamCB test accuracy vs Adam",
         PairedWins("final_test_acc", "adamcb", "adam", 3, lower_is_better=False),
         role="diagnostic",
+    ),
+]
+
+# Issue 51: why the four headline real claims failed, settled by papers/adamcb/diagnose.py
+# (its numbers: results/diagnosis.json). The paper's protocol (official main.py: 10 epochs,
+# seeds 10-50) for Adam, AdamCB and AdamCB with its gradient feedback removed, plus what the
+# bandit's weights hold after one epoch; the official ADAMCB loop on the same arrays beside it.
+DIAGNOSE = "python -m papers.adamcb.diagnose --write"
+_OFFICIAL = (
+    "the official ADAMCB loop (TJLJT0929/AdamCB@49c2c7f, seed 10, same arrays and init) after "
+    "{official_epochs} epoch(s): train CE {official_train_ce_last:.4f} vs ours "
+    "{ours_train_ce_same_epoch:.4f} (largest per-epoch gap {official_max_abs_curve_diff:.4f}); "
+    "its log-weights after one epoch: R^2 on play counts {official_r2_logw_plays:.3f}, median "
+    "normalised norm {official_median_gbar:.3f}, median feedback share at its last step "
+    "{official_median_loss_share:.2g}"
+)
+REAL_DIAGNOSES = [
+    Diagnosis(
+        claims=("beats Adam by 5%", "beats Adam on 4/4 seeds", "lower test loss than Adam"),
+        word="method",
+        reason=(
+            "at the paper's protocol ({pp_epochs} epochs x {pp_seeds} seeds) AdamCB / Adam = "
+            "{pp_ratio_adamcb_adam:.4f} in final train CE (lower on {pp_wins_adamcb_vs_adam} "
+            "of {pp_seeds} seeds, test CE ratio {pp_test_ratio_adamcb_adam:.4f}), and AdamCB "
+            "/ AdamCB without gradient feedback = {pp_ratio_adamcb_no_feedback:.4f}: the "
+            "feedback term is {mean_loss_share:.2g} of 1/p_min^2 on average (median "
+            "normalised norm {median_gbar:.3f}), so after one epoch the log-weights are a "
+            "function of the play counts (R^2 {r2_logw_plays:.3f}); what is left, K distinct "
+            "draws at K/n = 0.2%, gains nothing (first protocol: AdamCB / uniform w/o "
+            "replacement {first_ratio_adamcb_uniform_wor:.4f})"
+        ),
+        experiment=DIAGNOSE,
+        official=_OFFICIAL,
+    ),
+    Diagnosis(
+        claims=("beats corrected AdamBS by 5%",),
+        word="method",
+        reason=(
+            "AdamCB trails Adam at the paper's protocol ({pp_ratio_adamcb_adam:.4f}) and is level "
+            "with its no-feedback ablation ({pp_ratio_adamcb_no_feedback:.4f}); corrected AdamBS "
+            "matched Adam on the first protocol ({first_ratio_adambs_corrected_adam:.4f}; "
+            "AdamCB / corrected AdamBS {first_ratio_adamcb_adambs_corrected:.4f}): both "
+            "bandits leave the sampling as good as uniform, so neither can lead by 5% "
+            "(corrected AdamBS was not rerun at 10 epochs)"
+        ),
+        experiment=DIAGNOSE,
+        official=_OFFICIAL,
     ),
 ]

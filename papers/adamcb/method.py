@@ -515,7 +515,24 @@ class AdamCBSampler(_LogWeightBandit):
         gamma: exploration rate $\gamma$ (official 0.4, Sec. 3.1 step 5.5).
         alpha_p: weight learning rate; `None` gives the official $p_{\min}^3 = (\gamma/n)^3$
             (Sec. 3.1 step 5.5).
+        feedback: `False` gives the ablation of issue 51 (not in the paper): every normalised
+            norm $\bar g_j$ is set to 0, so step 5.2's loss is the constant $1/p_{\min}^2$
+            and a played arm's log-weight falls by $\alpha_p / (p_{\min}^2 \bar p_j)$
+            whatever its gradient: the weights then depend only on which arms were played,
+            and when. Everything else (Exp3.M, capping, DepRound, $\hat g$) is unchanged.
     """
+
+    def __init__(
+        self,
+        n: int,
+        K: int,
+        seed: int,
+        gamma: float = 0.4,
+        alpha_p: float | None = None,
+        feedback: bool = True,
+    ) -> None:
+        super().__init__(n, K, seed, gamma, alpha_p)
+        self.feedback = bool(feedback)
 
     def draw(self) -> Draw:
         """Exp3.M probabilities, then DepRound (Sec. 3.1 steps 1-2, weights of step 3)."""
@@ -539,11 +556,21 @@ class AdamCBSampler(_LogWeightBandit):
             grad_norms: L2 norms of the drawn examples' gradients, shape (K,), same order as
                 `draw.indices`.
         """
+        if not self.feedback:  # the ablation: g_bar = 0, the norms are never read
+            grad_norms = np.zeros(draw.indices.shape)  # (K,) a zero range normalises to 0
         loss, p_bar = self._variance_loss(draw, grad_norms)  # (K,), (K,) steps 5.1-5.2
         loss_hat = loss / p_bar  # (K,) step 5.3
         free = ~draw.capped[draw.indices]  # (K,) not in S_null
         # DepRound indices are distinct, so fancy-index subtraction is exact.
         self.log_weights[draw.indices[free]] -= self.alpha_p * loss_hat[free]
+
+    def _extra_state(self) -> dict:
+        return {**super()._extra_state(), "feedback": self.feedback}
+
+    def _load_extra_state(self, state: dict) -> None:
+        super()._load_extra_state(state)
+        if bool(state.get("feedback", True)) != self.feedback:
+            raise ValueError("state was saved with a different `feedback`")
 
 
 class CorrectedAdamBSSampler(_LogWeightBandit):

@@ -35,6 +35,7 @@ from papers.adamcb.method import (
     AdamCBSampler,
     CorrectedAdamBSSampler,
     Draw,
+    Sampler,
     UniformSampler,
     importance_weighted_loss,
     per_sample_grad_norms,
@@ -58,6 +59,9 @@ METHODS: dict[str, tuple[str, str]] = {
     "adambs": ("adambs", "adamx"),
     "adambs_corrected": ("adambs_corrected", "adamx"),
     "adamcb": ("adamcb", "adamx"),
+    # Ablation of issue 51, not a paper baseline: AdamCB with its gradient feedback removed
+    # (every normalised norm set to 0), so its weights follow the play counts only.
+    "adamcb_no_feedback": ("adamcb_no_feedback", "adamx"),
     # Diagnostic, not a paper baseline: K distinct uniform examples (brief Sec. 5 caveat).
     "adamx_uniform_wor": ("uniform_without_replacement", "adamx"),
 }
@@ -70,8 +74,15 @@ def make_sampler(kind: str, n: int, cfg: Config, seed: int):
         return UniformSampler(n, s.batch_size, seed, replace=True)
     if kind == "uniform_without_replacement":
         return UniformSampler(n, s.batch_size, seed, replace=False)
-    if kind == "adamcb":
-        return AdamCBSampler(n, s.batch_size, seed, gamma=s.gamma, alpha_p=s.alpha_p)
+    if kind in ("adamcb", "adamcb_no_feedback"):
+        return AdamCBSampler(
+            n,
+            s.batch_size,
+            seed,
+            gamma=s.gamma,
+            alpha_p=s.alpha_p,
+            feedback=kind == "adamcb",
+        )
     if kind == "adambs_corrected":
         return CorrectedAdamBSSampler(n, s.batch_size, seed, gamma=s.gamma, alpha_p=s.alpha_p)
     if kind == "adambs":
@@ -159,8 +170,12 @@ def train_one(
     data: Split,
     accelerator: Accelerator,
     logger: MetricsLogger,
+    sampler: Sampler | None = None,
 ) -> RunOutput:
-    """Train one network with ``method`` from seed ``seed``; returns its metrics and curve."""
+    """Train one network with ``method`` from seed ``seed``; returns its metrics and curve.
+
+    ``sampler`` replaces the method's own (``make_sampler``) when given: diagnose.py passes
+    one that records what the bandit saw."""
     device = accelerator.device
     sampler_kind, variant = METHODS[method]
     n, K = len(data.y_train), cfg.sampler.batch_size
@@ -191,8 +206,11 @@ def train_one(
         variant=variant,
     )
     model, optimizer = accelerator.prepare(model, optimizer)
-    sampler = make_sampler(sampler_kind, n, cfg, seed)
+    if sampler is None:
+        sampler = make_sampler(sampler_kind, n, cfg, seed)
     learns = sampler_kind not in ("uniform", "uniform_without_replacement")
+    # The no-feedback ablation updates its weights but never reads the norms: skip their pass.
+    needs_norms = learns and getattr(sampler, "feedback", True)
 
     x_train, y_train = data.x_train.to(device), data.y_train.to(device)
     eval_train = slice(0, cfg.data.n_eval_train)  # official: the first 1000 training examples
@@ -213,7 +231,7 @@ def train_one(
         per_example = F.cross_entropy(model(batch.x), batch.y, reduction="none")  # (K/P,)
         loss = importance_weighted_loss(per_example, batch.weights)  # Sec. 3.1 step 3
         aux = {}
-        if learns:  # feedback at theta_t, before the optimizer moves it (Sec. 3.1 step 5)
+        if needs_norms:  # feedback at theta_t, before the optimizer moves it (Sec. 3.1 step 5)
             norms = per_sample_grad_norms(
                 accelerator.unwrap_model(model),
                 F.cross_entropy,
@@ -225,8 +243,10 @@ def train_one(
         return loss, aux
 
     def after_step(step: int, batch: Batch, aux: dict) -> None:
-        if learns:
+        if needs_norms:
             sampler.update(batch.draw, aux["grad_norms"].double().cpu().numpy())
+        elif learns:  # the ablation: zeros stand in for the norms it ignores
+            sampler.update(batch.draw, np.zeros(batch.draw.indices.shape))
 
     def evaluate(model: torch.nn.Module) -> dict[str, float]:
         train_ce, train_acc = cross_entropy(model, x_train[eval_train], y_train[eval_train])

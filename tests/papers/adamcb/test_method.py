@@ -347,6 +347,37 @@ def test_adamcb_update_magnitude_at_uniform_weights():
     )
 
 
+def test_no_feedback_update_ignores_the_norms():
+    """Issue 51's ablation: g-bar = 0 for every arm, so the change is -alpha_p / (p_min^2 p-bar)
+    whatever the norms, and two runs fed different norms stay identical."""
+    n, K, gamma = 30, 5, 0.4
+    small, large = (AdamCBSampler(n, K, seed=3, gamma=gamma, feedback=False) for _ in range(2))
+    for step in range(40):
+        d_small, d_large = small.draw(), large.draw()
+        np.testing.assert_array_equal(d_small.indices, d_large.indices)
+        before = small.log_weights.copy()
+        small.update(d_small, np.zeros(K))
+        large.update(d_large, np.linspace(1.0, 50.0, K) * (step + 1))
+        np.testing.assert_array_equal(small.log_weights, large.log_weights)
+        p_bar = d_small.probs[d_small.indices]  # (K,)
+        free = ~d_small.capped[d_small.indices]
+        expected = -small.alpha_p / ((gamma / n) ** 2 * p_bar)  # (K,)
+        change = small.log_weights - before
+        np.testing.assert_allclose(change[d_small.indices[free]], expected[free], rtol=1e-12)
+
+
+def test_no_feedback_weights_are_a_function_of_the_plays():
+    """Without capping, every play of an arm at p-bar multiplies its weight by the same
+    factor exp(-gamma / (n p-bar)); at uniform weights (the first step) that is exp(-gamma)."""
+    n, K, gamma = 30, 5, 0.4
+    sampler = AdamCBSampler(n, K, seed=4, gamma=gamma, feedback=False)
+    d = sampler.draw()
+    sampler.update(d, np.full(K, 7.0))
+    np.testing.assert_allclose(sampler.log_weights[d.indices], -gamma, rtol=1e-12)
+    unplayed = np.setdiff1d(np.arange(n), d.indices)
+    assert np.all(sampler.log_weights[unplayed] == 0.0)
+
+
 def test_corrected_adambs_update_accumulates_duplicates():
     n, K, gamma = 10, 3, 0.4
     sampler = CorrectedAdamBSSampler(n, K, seed=0, gamma=gamma)
@@ -499,6 +530,7 @@ FACTORIES: dict[str, Callable[[int], object]] = {
     "uniform_replace": lambda seed: UniformSampler(N_DET, K_DET, seed, replace=True),
     "uniform_distinct": lambda seed: UniformSampler(N_DET, K_DET, seed, replace=False),
     "adamcb": lambda seed: AdamCBSampler(N_DET, K_DET, seed),
+    "adamcb_no_feedback": lambda seed: AdamCBSampler(N_DET, K_DET, seed, feedback=False),
     "corrected_adambs": lambda seed: CorrectedAdamBSSampler(N_DET, K_DET, seed),
     # a larger alpha_p than the official 1e-16 so that p actually moves at n = 30
     "adambs": lambda seed: AdamBSSampler(N_DET, K_DET, seed, alpha_p=1e-6),
