@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
+import math
 import time
 from pathlib import Path
 
@@ -40,6 +42,11 @@ SLUG = "matryoshka_kv"
 CLAIM_RANK, KL_RANKS = 24, (16, 24)  # the accuracy claim's 37.5 % budget; the KL claims'
 WARMUP_SHARE = 0.05  # the paper's 5 % warm-up (configs/matryoshka_kv/real.yaml: 6 of 120)
 DEFAULT_MILESTONES = (120, 240, 480)  # the first protocol's length, then doubled twice
+ACCURACY_BAR = 0.90  # REAL_CLAIMS: "trained keeps >= 90% of the full cache's accuracy at 37.5%"
+
+
+def tokens_per_step(cfg) -> int:
+    return cfg.projection.batch_size * cfg.corpus.seq_len
 
 
 def run(milestones: list[int], seed: int, out_dir: Path, overrides: tuple[str, ...] = ()) -> dict:
@@ -93,13 +100,28 @@ def run(milestones: list[int], seed: int, out_dir: Path, overrides: tuple[str, .
     return at
 
 
-def numbers_from(at: dict[int, dict[str, float]], real: dict, seed: int) -> dict[str, float]:
+def numbers_from(
+    at: dict[int, dict[str, float]],
+    real: dict,
+    seed: int,
+    step_tokens: int | None = None,
+    paper_tokens: int | None = None,
+) -> dict[str, float]:
     """The flat numbers the diagnosis quotes: per milestone the accuracy ratio at 37.5 % and
-    the trained-to-PCA KL ratios at 25 % and 37.5 %, with PCA's KL from ``real.json``."""
-    pca = real["metrics"]["pca"]
+    the trained-to-PCA KL ratios at 25 % and 37.5 %, with PCA's KL and the first protocol's
+    accuracy ratio from ``real.json``; then the trend: the accuracy ratio's gain per doubling
+    of the training length between the first and last milestones, how many more doublings
+    that pace needs to reach the claim's bar, and (given ``step_tokens`` and
+    ``paper_tokens``) how many doublings separate the last milestone from the paper's
+    training length."""
     if not at:
         raise ValueError("no milestone was reached: each must be <= the run's steps")
-    numbers: dict[str, float] = {}
+    pca = real["metrics"]["pca"]
+    numbers: dict[str, float] = {
+        f"first_protocol_acc_ratio_r{CLAIM_RANK}": real["metrics"]["matryoshka"][
+            f"acc_ratio_r{CLAIM_RANK}"
+        ]["per_seed"][str(seed)]
+    }
     for step, metrics in sorted(at.items()):
         numbers[f"acc_ratio_r{CLAIM_RANK}_at_{step}"] = metrics[f"acc_ratio_r{CLAIM_RANK}"]
         for r in KL_RANKS:
@@ -107,10 +129,21 @@ def numbers_from(at: dict[int, dict[str, float]], real: dict, seed: int) -> dict
             numbers[f"kl_ratio_r{r}_at_{step}"] = metrics[f"kl_r{r}"] / pca_kl
     first, last = min(at), max(at)
     numbers["first_steps"], numbers["last_steps"] = first, last
-    numbers["acc_ratio_gain"] = (
+    gain = (
         numbers[f"acc_ratio_r{CLAIM_RANK}_at_{last}"]
         - numbers[f"acc_ratio_r{CLAIM_RANK}_at_{first}"]
     )
+    numbers["acc_ratio_gain"] = gain
+    if last > first:
+        per_doubling = gain / math.log2(last / first)
+        numbers["acc_ratio_gain_per_doubling"] = per_doubling
+        short = ACCURACY_BAR - numbers[f"acc_ratio_r{CLAIM_RANK}_at_{last}"]
+        if per_doubling > 0 and short > 0:
+            numbers["doublings_to_bar"] = short / per_doubling
+    if step_tokens and paper_tokens:
+        numbers["tokens_at_last"] = last * step_tokens
+        numbers["paper_tokens"] = paper_tokens
+        numbers["doublings_to_paper"] = math.log2(paper_tokens / (last * step_tokens))
     return numbers
 
 
@@ -120,6 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="the real rung's seed (REAL_SEEDS)")
     parser.add_argument("--out", default="outputs/matryoshka_kv/diagnose")
     parser.add_argument("--write", action="store_true", help="store results/diagnosis.json")
+    parser.add_argument(
+        "--from-run",
+        default=None,
+        help="a finished run's diagnosis.json (under --out): recompute its numbers, no training",
+    )
     args = parser.parse_args(argv)
     if min(args.milestones) < 1:
         parser.error("--milestones: steps are >= 1")
@@ -128,14 +166,22 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("results/real.json is missing: the PCA baseline's KL is read from it")
     out_dir = Path(args.out)
     started = (time.perf_counter(), cpu_seconds())
-    at = run(sorted(set(args.milestones)), args.seed, out_dir)
-    numbers = numbers_from(at, real, args.seed)
+    if args.from_run:
+        saved = json.loads(Path(args.from_run).read_text())["per_milestone"]
+        at = {int(step): metrics for step, metrics in saved.items()}
+    else:
+        at = run(sorted(set(args.milestones)), args.seed, out_dir)
+    real_cfg, paper_cfg = compose(SLUG, REAL_SCALE), compose(SLUG, "paper")
+    paper_tokens = paper_cfg.projection.steps * tokens_per_step(paper_cfg)
+    numbers = numbers_from(at, real, args.seed, tokens_per_step(real_cfg), paper_tokens)
     write_json({"numbers": numbers, "per_milestone": at}, out_dir / "diagnosis.json")
     for key, value in numbers.items():
         print(f"{key:>28}: {value:.4f}")
     if args.write:
         milestones = " ".join(map(str, sorted(set(args.milestones))))
         command = f"python -m papers.{SLUG}.diagnose --milestones {milestones} --write"
+        if args.from_run:
+            command += f" (numbers recomputed from the run's {args.from_run})"
         details = {"per_milestone": {str(k): v for k, v in at.items()}, "seed": args.seed}
         print(write_evidence(SLUG, numbers, command, started, details))
     return 0

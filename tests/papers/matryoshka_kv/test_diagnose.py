@@ -14,17 +14,25 @@ from tests.helpers import require_assets
 
 def test_numbers_quote_each_milestone_against_pca():
     real = {
-        "metrics": {"pca": {"kl_r16": {"per_seed": {"0": 2.0}}, "kl_r24": {"per_seed": {"0": 1.0}}}}
+        "metrics": {
+            "pca": {"kl_r16": {"per_seed": {"0": 2.0}}, "kl_r24": {"per_seed": {"0": 1.0}}},
+            "matryoshka": {"acc_ratio_r24": {"per_seed": {"0": 0.79}}},
+        }
     }
     at = {
         120: {"acc_ratio_r24": 0.80, "kl_r16": 1.0, "kl_r24": 0.5},
         480: {"acc_ratio_r24": 0.86, "kl_r16": 0.5, "kl_r24": 0.25},
     }
-    numbers = diagnose.numbers_from(at, real, seed=0)
+    numbers = diagnose.numbers_from(at, real, seed=0, step_tokens=512, paper_tokens=512 * 480 * 8)
+    assert numbers["first_protocol_acc_ratio_r24"] == 0.79
     assert numbers["acc_ratio_r24_at_120"] == 0.80 and numbers["acc_ratio_r24_at_480"] == 0.86
     assert numbers["kl_ratio_r16_at_120"] == 0.5 and numbers["kl_ratio_r24_at_480"] == 0.25
     assert numbers["first_steps"] == 120 and numbers["last_steps"] == 480
     assert numbers["acc_ratio_gain"] == pytest.approx(0.06)
+    # two doublings from 120 to 480: 0.03 a doubling, 0.04 short of the bar: 4/3 more doublings
+    assert numbers["acc_ratio_gain_per_doubling"] == pytest.approx(0.03)
+    assert numbers["doublings_to_bar"] == pytest.approx(0.04 / 0.03)
+    assert numbers["doublings_to_paper"] == pytest.approx(3.0)
     with pytest.raises(ValueError, match="no milestone"):
         diagnose.numbers_from({}, real, seed=0)
 
