@@ -56,6 +56,7 @@ COMMAND = "python -m papers.gnn_kvariance.diagnose --write --official <driver js
 # F-MPNN with the MPNN at L = 1
 RUNS = (("mpnn", claims.REAL_SHALLOW), ("mpnn", claims.REAL_DEEP), ("fmpnn_cycles", 1))
 REAL_RESULTS = Path(__file__).parent / "results" / "real.json"
+FIRST_RESULTS = REAL_RESULTS.with_name("real_first.json")  # the first protocol (issue 51)
 REPORTED = ("bound", "gap", "train_acc", "test_acc", "lipschitz", "diameter_mean", "w1_mean")
 
 
@@ -152,22 +153,24 @@ def summarise(trend: dict, seeds: list[int], epochs: list[int], prefix: str) -> 
     return numbers
 
 
-def real_run_numbers() -> dict[str, float]:
-    """The committed real run (results/real.json): every claim's measurement, keyed
-    ``real_<claim slug>`` (``real_r1`` .. ``real_r7`` for R1-R7), and per run the median over
-    seeds of the bound, Lipschitz estimate and diameter and the mean gap."""
-    record = read_json(REAL_RESULTS)
+def real_run_numbers(path: Path = REAL_RESULTS, prefix: str = "real") -> dict[str, float]:
+    """A committed real run (results/real.json, or real_first.json with prefix "first"):
+    every claim's measurement, keyed ``<prefix>_<claim slug>`` (``<prefix>_r1`` .. ``_r7`` for
+    R1-R7), and per run the median over seeds of the bound, Lipschitz estimate and diameter
+    and the mean gap."""
+    record = read_json(path)
     numbers = {}
     for claim in record["claims"]:
         label = claim["name"].split(":")[0]
         short = label.lower() if label[:1] == "R" and label[1:].isdigit() else None
-        key = f"real_{short or _slug(claim['name'])}"
+        key = f"{prefix}_{short or _slug(claim['name'])}"
         if np.isfinite(claim["measured"]):
             numbers[key] = float(claim["measured"])
     for run, metrics in record["metrics"].items():
         for metric in ("bound", "lipschitz", "diameter_mean", "gap"):
             stat = np.mean if metric == "gap" else np.median
-            numbers[f"real_{_slug(run)}_{metric}"] = float(stat(metrics[metric]))
+            per_seed = list(metrics[metric]["per_seed"].values())
+            numbers[f"{prefix}_{_slug(run)}_{metric}"] = float(stat(per_seed))
     return numbers
 
 
@@ -184,6 +187,12 @@ def official_numbers(path: Path) -> tuple[dict[str, float], dict]:
     for run, metrics in record["runs"].items():
         for metric, value in metrics.items():
             numbers[f"official_{run.lower()}_{metric}"] = float(value)
+    shallow, deep = claims.REAL_SHALLOW, claims.REAL_DEEP
+    for run, metrics in record["runs"].items():  # R2's ratio wherever both depths ran
+        depth, length = run.split("_")
+        if depth == f"L{deep}" and f"L{shallow}_{length}" in record["runs"]:
+            ratio = metrics["bound"] / record["runs"][f"L{shallow}_{length}"]["bound"]
+            numbers[f"official_{length}_r2_ratio"] = float(ratio)
     return numbers, record
 
 
@@ -229,6 +238,7 @@ def main(argv: list[str] | None = None) -> None:
         official, record = official_numbers(args.official)
         numbers |= official
         details["official"] = record
+    numbers |= real_run_numbers(FIRST_RESULTS, "first")
     if REAL_RESULTS.is_file():
         numbers |= real_run_numbers()
     elif args.write:
