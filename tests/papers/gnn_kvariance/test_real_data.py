@@ -16,8 +16,10 @@ from papers.gnn_kvariance.data import (
     ATOM_TYPES,
     SOLUBILITY_FILES,
     atom_features,
+    load_mutag_task,
     load_solubility_task,
     read_solubility_sdf,
+    read_tu_text,
 )
 from shared.config import ConfigError, compose
 from tests.helpers import require_assets
@@ -132,8 +134,92 @@ def test_depth_spearman_uses_seed_medians_of_x_and_seed_means_of_y():
 
 
 def test_real_claims_name_the_real_runs():
-    runs = {f"solubility_L{d}/{f}" for d in claims.REAL_DEPTHS for f in claims.REAL_METHODS}
+    runs = {
+        f"{task}_L{d}/{f}"
+        for task in claims.REAL_TASKS
+        for d in claims.REAL_DEPTHS
+        for f in claims.REAL_METHODS
+    }
     for claim in claims.REAL_CLAIMS:
         assert claim.comparator.methods_needed() <= runs, claim.name
     assert set(claims.REAL_FAMILY_NAMES) == set(claims.REAL_METHODS)
     assert not claims.REAL_CI and claims.REAL_CPU_BUDGET_S <= 900.0
+    mutag = [c.name for c in claims.REAL_CLAIMS if c.name.startswith("MUTAG: ")]
+    assert len(mutag) == 8 and all(
+        "mutag_L" in c.comparator.describe()
+        for c in claims.REAL_CLAIMS
+        if c.name.startswith("MUTAG: ")
+    )
+
+
+# ------------------------------------------------------------------------------- MUTAG
+@pytest.fixture
+def mutag_files():
+    return require_assets("mutag")["mutag"]
+
+
+def test_mutag_loader_on_the_real_files(mutag_files):
+    """188 graphs, 3,371 nodes, 7,442 directed edges (3,721 bonds), 7 atom labels one-hot,
+    labels -1 / 1 -> 0 / 1 (63 / 125), the official 90/10 split with seed 41 (169 / 19)."""
+    task = load_mutag_task("mutag", mutag_files, 0.1, 41)
+    assert len(task.graphs) == 188 and task.num_classes == 2
+    assert sum(g.num_nodes for g in task.graphs) == 3371
+    assert sum(g.edge_index.shape[1] for g in task.graphs) == 7442
+    assert np.bincount(task.y).tolist() == [63, 125]
+    assert (len(task.train_idx), len(task.test_idx)) == (169, 19)
+    first = task.graphs[0]
+    assert first.num_nodes == 17 and first.edge_index.shape == (2, 38)
+    assert first.x.shape == (17, 7) and torch.all(first.x.sum(dim=1) == 1)
+    for g in task.graphs:  # undirected, within the graph
+        assert g.edge_index.min() >= 0 and g.edge_index.max() < g.num_nodes
+        edges = set(map(tuple, g.edge_index.T.tolist()))
+        assert edges == {(b, a) for a, b in edges}
+
+
+def test_tu_reader_names_a_broken_file(mutag_files, tmp_path):
+    copy = {name: tmp_path / name for name in mutag_files}
+    for name, path in mutag_files.items():
+        copy[name].write_bytes(path.read_bytes())
+    labels = copy["MUTAG_node_labels.txt"]
+    labels.write_text("\n".join(labels.read_text().splitlines()[:-5]) + "\n")
+    with pytest.raises(ValueError, match=r"MUTAG_node_labels\.txt: 3366 node labels for 3371"):
+        read_tu_text(copy, "MUTAG")
+    labels.write_bytes(mutag_files["MUTAG_node_labels.txt"].read_bytes())
+    adjacency = copy["MUTAG_A.txt"]
+    adjacency.write_text(adjacency.read_text().replace("2, 1\n", "2; 1\n", 1))
+    with pytest.raises(ValueError, match=r"MUTAG_A\.txt: line 1 is not 2 integer"):
+        read_tu_text(copy, "MUTAG")
+    with pytest.raises(ValueError, match="lacks"):
+        load_mutag_task("mutag", {}, 0.1, 41)
+
+
+def test_max_epochs_caps_every_family(one_thread, tmp_path, monkeypatch):
+    """tasks.<name>.max_epochs caps the family's epochs (the F-MPNN's 500 too)."""
+    from papers.gnn_kvariance import train
+    from papers.gnn_kvariance.config import FamilyConfig
+    from shared.logger import MetricsLogger
+    from shared.runtime import make_accelerator
+
+    steps = []
+    monkeypatch.setattr(train, "fit", lambda **kwargs: steps.append(kwargs["max_steps"]))
+    cfg = compose("gnn_kvariance", "real")
+    task = load_mutag_task("mutag", require_assets("mutag")["mutag"], 0.1, 41)
+    inputs = train.node_inputs(task, [])
+    logger = MetricsLogger(tmp_path / "metrics.jsonl", enabled=False)
+    accelerator = make_accelerator(cfg.runtime)
+    for cap in (2, None):
+        train.train_family(
+            cfg,
+            FamilyConfig(epochs=500),
+            task,
+            inputs,
+            1,
+            1,
+            tmp_path,
+            accelerator,
+            logger,
+            {},
+            cap,
+        )
+    # two batches an epoch (128 + 41 of 169 graphs): 2 epochs when capped, else the 500
+    assert steps == [2 * 2, 500 * 2]
