@@ -73,3 +73,21 @@ def test_a_different_greedy_rerun_is_reported(results):
     path.write_text(json.dumps(second))
     numbers, _ = diagnose.diagnose(results)
     assert numbers["first_protocol_max_difference"] == pytest.approx(0.25)
+
+
+def test_committed_diagnoses_cover_every_failing_claim_and_render():
+    from papers.horizon_generalization.claims import REAL_CLAIMS, REAL_DIAGNOSES
+    from shared.diagnosis import read_evidence
+
+    evidence = read_evidence(diagnose.SLUG)
+    if evidence is None:
+        pytest.skip("no committed results/diagnosis.json")
+    covered = [name for d in REAL_DIAGNOSES for name in d.claims]
+    assert len(covered) == len(set(covered))
+    assert set(covered) <= {c.name for c in REAL_CLAIMS}
+    for file_name in (diagnose.FIRST_FILE, diagnose.SECOND_FILE):
+        record = json.loads((diagnose.RESULTS / file_name).read_text())
+        failing = {c["name"] for c in record["claims"] if c["role"] == "claim" and not c["passed"]}
+        assert failing <= set(covered), file_name
+    for d in REAL_DIAGNOSES:
+        d.render(evidence["numbers"])  # every field is a number the experiment wrote
