@@ -22,10 +22,14 @@ from shared.config import (
 # checks it).
 GRID_LAYOUTS = ("open", "wall")  # env.make_grid's layouts
 LAYOUT_KINDS = (*GRID_LAYOUTS, "point_maze")  # and train.POINT_MAZE
-MAZES = ("U_MAZE", "MEDIUM_MAZE", "LARGE_MAZE")  # the keys of point_maze.ENV_IDS
+MAZES = ("U_MAZE", "MEDIUM_MAZE", "LARGE_MAZE", "OPEN")  # the keys of point_maze.ENV_IDS
 LOSS_KINDS = ("forward", "backward", "symmetric")  # method.infonce_loss's kinds
 INITS = ("lecun", "torch")  # method.Critic's init
 HORIZON_BINS = ("near", "far")  # the bins evaluate.check_bins requires (eta = far / near)
+# evaluate.make_policy's kinds: "greedy" argmax_a f(s, a, g) (brief Sec. 5), or "sampled"
+# a ~ softmax_a(f(s, a, g) / temperature), the discrete form of the official stochastic
+# evaluation (README, "Real data: diagnosis").
+EVAL_POLICIES = ("greedy", "sampled")
 
 
 @dataclass
@@ -38,9 +42,10 @@ class LayoutConfig:
     size: int = checked(11, ge=2)  # open / wall only
     wall_length: int = checked(8, ge=1)  # wall only
     # point_maze only: the map's name in gymnasium_robotics/envs/maze/maps.py (U_MAZE,
-    # MEDIUM_MAZE, LARGE_MAZE), the tile coding the critics see (tiles_per_cell^2 tiles per
-    # 1 m cell), and the decision model: every decision commands velocity speed (m/s) in one of
-    # four directions for action_repeat env steps (10 ms each), tracked by the force
+    # MEDIUM_MAZE, LARGE_MAZE, OPEN: the wall-free 5 x 3 arena), the tile coding the critics see
+    # (tiles_per_cell^2 tiles per 1 m cell), and the decision model: every decision commands
+    # velocity speed (m/s) in one of four directions for action_repeat env steps (10 ms each),
+    # tracked by the force
     # ctrl = clip(gain * (v_cmd - v), -1, 1).
     maze: str = checked("MEDIUM_MAZE", choices=MAZES)
     tiles_per_cell: int = checked(3, ge=1)
@@ -50,6 +55,9 @@ class LayoutConfig:
     batch_size: int = checked(128, ge=2)  # B: the contrastive grid is B x B
     steps: int = checked(2000, ge=1)
     methods: list[str] = field(default_factory=list)  # subset of `methods`; empty: all
+    # This layout's success bins (as eval.bins); empty: eval.bins. A small map (OPEN: diameter
+    # 6 cells) needs its own far bin.
+    bins: dict[str, list[float]] = checked(factory=dict, ge=1)
 
 
 @dataclass
@@ -94,6 +102,19 @@ class EvalConfig:
     max_steps: int = checked(100, ge=1)
     planner_c: int = checked(3, ge=1)  # waypoints at exactly c steps from s
     pi_pairs: int = checked(200, ge=1, le_key="eval.n_pairs")  # of the far pairs among them
+    # The rollout policy (EVAL_POLICIES): greedy argmax (brief Sec. 5) or sampled from
+    # softmax(f / temperature). The official evaluator samples its actor (train.py:241
+    # deterministic_eval=False); for a fixed alpha the minimiser over a discrete action set of
+    # its actor loss alpha log pi - f (losses.py:324) is softmax(f / alpha), alpha starting at
+    # exp(0) = 1 (train.py:189).
+    policy: str = checked("greedy", choices=EVAL_POLICIES)
+    temperature: float = checked(1.0, gt=0)  # sampled only
+    # A failed rollout is "stuck" when its last stuck_window decisions stay in one tile (point
+    # maze only; 20: the first real protocol's trap analysis, README "Real data").
+    stuck_window: int = checked(20, ge=1, le_key="eval.max_steps")
+    # sampled only: also roll the greedy policy out on the same pairs (greedy_* metrics), the
+    # paired comparison of the two evaluation protocols on the same critics.
+    compare_greedy: bool = False
     # Inclusive BFS-distance ranges of the success bins (brief Sec. 5, for the 11 x 11 room:
     # near d <= 5, mid 6-10, far d > 10); a larger layout sets its own.
     bins: dict[str, list[float]] = checked(
@@ -146,13 +167,20 @@ class Config(ExperimentConfig):
                 f"leaves fewer than 2 of critic.repr_dim ({c.repr_dim}) per chunk",
             )
         # evaluate.check_bins (run after training): near and far bins of [low, high] ranges
-        bins = self.eval.bins
-        missing = [name for name in HORIZON_BINS if name not in bins]
-        require(not missing, "eval.bins", bins, f"needs the bins {missing} (eta = far / near)")
-        for name, edges in bins.items():
-            require(
-                len(edges) == 2 and edges[0] <= edges[1],
-                f"eval.bins.{name}",
-                edges,
-                "must be [low, high] with low <= high",
-            )
+        check_bin_ranges("eval.bins", self.eval.bins)
+        for name in self.active_layouts:
+            if self.layouts[name].bins:
+                check_bin_ranges(f"layouts.{name}.bins", self.layouts[name].bins)
+
+
+def check_bin_ranges(key: str, bins: dict[str, list[float]]) -> None:
+    """Named inclusive [low, high] ranges including the near and far bins."""
+    missing = [name for name in HORIZON_BINS if name not in bins]
+    require(not missing, key, bins, f"needs the bins {missing} (eta = far / near)")
+    for name, edges in bins.items():
+        require(
+            len(edges) == 2 and edges[0] <= edges[1],
+            f"{key}.{name}",
+            edges,
+            "must be [low, high] with low <= high",
+        )

@@ -2,8 +2,13 @@ r"""Evaluation of greedy goal-conditioned policies on the grid (brief Sec. 3.3, 
 
 Everything here takes a score function ``q_fn(s, g) -> (N, n_actions)`` over integer state and
 goal indices (higher = better), so learned critics ``f(s, a, g)`` and the oracle
-``-BFS(T(s, a), g)`` (:func:`oracle_q`) go through the same code. The policy is greedy:
-``argmax_a q_fn(s, g)[a]`` with ties to the lowest action index.
+``-BFS(T(s, a), g)`` (:func:`oracle_q`) go through the same code. The rollout policy
+(:func:`make_policy`) is greedy, ``argmax_a q_fn(s, g)[a]`` with ties to the lowest action
+index (brief Sec. 5), or sampled, ``a ~ softmax_a(q_fn(s, g)[a] / T)``: the official evaluator
+samples its actor (``deterministic_eval=False``), and for a fixed entropy weight alpha the
+minimiser over a discrete action set of its actor loss ``E_pi[alpha log pi - f]`` is
+``softmax(f / alpha)``. The far optimal-action rate and the planning-invariance rate always
+read the greedy action: they are properties of the critic, not of the sampling.
 
 :func:`evaluate` draws start-goal pairs (s != g) uniformly with its own seed, rolls all of
 them out in one batch (:func:`rollout`; success = the goal cell is visited within
@@ -30,10 +35,12 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from papers.horizon_generalization.config import HORIZON_BINS
+from papers.horizon_generalization.config import EVAL_POLICIES, HORIZON_BINS
 from papers.horizon_generalization.env import Grid
 
 QFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+# A rollout policy: (N, n_actions) scores -> (N,) action indices.
+Choose = Callable[[np.ndarray], np.ndarray]
 
 Bins = Mapping[str, Sequence[float]]  # bin name -> inclusive (low, high) BFS distance
 
@@ -74,6 +81,42 @@ def greedy_actions(q_fn: QFn, grid: Grid, states: np.ndarray, goals: np.ndarray)
     return scores(q_fn, grid, states, goals).argmax(axis=1)
 
 
+def greedy_choice(values: np.ndarray) -> np.ndarray:
+    """The greedy policy: ``argmax`` of each row, ties to the lowest action index."""
+    return np.asarray(values).argmax(axis=1)
+
+
+def action_probabilities(values: np.ndarray, temperature: float) -> np.ndarray:
+    """``softmax(values / temperature)`` over each row (N, n_actions): the maximum-entropy
+    policy of the official actor loss ``alpha log pi - f`` with ``alpha = temperature``."""
+    if not temperature > 0:
+        raise ValueError(f"eval.temperature must be > 0, got {temperature}")
+    logits = np.asarray(values, dtype=np.float64) / temperature
+    logits = logits - logits.max(axis=1, keepdims=True)  # exp without overflow
+    weights = np.exp(logits)
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
+def make_policy(kind: str, temperature: float, rng: np.random.Generator) -> Choose:
+    """The rollout policy ``kind`` (``eval.policy``): ``greedy`` (:func:`greedy_choice`) or
+    ``sampled`` (one action per row from :func:`action_probabilities` by the inverse CDF of one
+    uniform draw of ``rng``, so a run is a pure function of the generator's seed)."""
+    if kind == "greedy":
+        return greedy_choice
+    if kind != "sampled":
+        raise ValueError(f"eval.policy must be one of {EVAL_POLICIES}, got {kind!r}")
+
+    def choose(values: np.ndarray) -> np.ndarray:
+        cumulative = action_probabilities(values, temperature).cumsum(axis=1)
+        draws = rng.random(len(cumulative))
+        # The first action whose cumulative probability exceeds the draw; the clip guards
+        # against a last cumulative value rounded below 1.
+        actions = (cumulative <= draws[:, None]).sum(axis=1)
+        return np.minimum(actions, cumulative.shape[1] - 1)
+
+    return choose
+
+
 def sample_pairs(
     grid: Grid, n_pairs: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -85,9 +128,15 @@ def sample_pairs(
 
 
 def rollout(
-    q_fn: QFn, grid: Grid, starts: np.ndarray, goals: np.ndarray, max_steps: int = 100
+    q_fn: QFn,
+    grid: Grid,
+    starts: np.ndarray,
+    goals: np.ndarray,
+    max_steps: int = 100,
+    choose: Choose = greedy_choice,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Run the greedy policy from every start towards its goal, all pairs in one batch.
+    """Run the policy ``choose`` (greedy by default) from every start towards its goal, all
+    pairs in one batch.
 
     One ``q_fn`` call per time step on the pairs that have not reached their goal yet.
 
@@ -108,7 +157,7 @@ def rollout(
     for t in range(1, max_steps + 1):
         active = np.flatnonzero(~done)
         if len(active):
-            actions = greedy_actions(q_fn, grid, states[active], goals[active])
+            actions = choose(scores(q_fn, grid, states[active], goals[active]))
             states[active] = grid.next_state[states[active], actions]
             arrived = active[states[active] == goals[active]]
             steps[arrived] = t
@@ -185,6 +234,8 @@ def evaluate(
     pi_pairs: int = 200,
     *,
     bins: Bins,
+    policy: str = "greedy",
+    temperature: float = 1.0,
 ) -> dict:
     """Success by distance, horizon generalization and planning invariance of a critic.
 
@@ -197,6 +248,8 @@ def evaluate(
         pi_pairs: the planning-invariance rate uses the first ``pi_pairs`` far pairs.
         bins: inclusive BFS-distance ranges by name (``eval.bins``; the brief's 11 x 11 room:
             near 1-5, mid 6-10, far 11+); ``near`` and ``far`` are required.
+        policy, temperature: the rollout policy (:func:`make_policy`; sampled actions draw
+            from ``rng([seed, 1])``, the pairs from ``rng(seed)``).
 
     Returns:
         ``<bin>_success`` per bin (NaN for an empty bin), ``n_<bin>`` (int),
@@ -209,7 +262,8 @@ def evaluate(
     rng = np.random.default_rng(seed)
     starts, goals = sample_pairs(grid, n_pairs, rng)
     distance = grid.distances[starts, goals]
-    success, _, _ = rollout(q_fn, grid, starts, goals, max_steps=max_steps)
+    choose = make_policy(policy, temperature, np.random.default_rng([seed, 1]))
+    success, _, _ = rollout(q_fn, grid, starts, goals, max_steps=max_steps, choose=choose)
 
     check_bins(bins)
     metrics = success_by_bin(success, distance, bins)

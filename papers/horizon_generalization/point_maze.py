@@ -46,10 +46,14 @@ import numpy as np
 from papers.horizon_generalization.env import DELTAS, Grid, bfs_distances, transition_table
 from papers.horizon_generalization.evaluate import (
     Bins,
+    Choose,
     QFn,
     check_bins,
     greedy_actions,
+    greedy_choice,
+    make_policy,
     planning_invariance,
+    scores,
     success_by_bin,
 )
 
@@ -58,6 +62,7 @@ ENV_IDS = {  # keyed by config.MAZES (a test checks the keys)
     "U_MAZE": "PointMaze_UMaze-v3",
     "MEDIUM_MAZE": "PointMaze_Medium-v3",
     "LARGE_MAZE": "PointMaze_Large-v3",
+    "OPEN": "PointMaze_Open-v3",  # no interior wall: the paper's open-arena setting
 }
 SUCCESS_RADIUS = 0.45  # PointMazeEnv: info["success"] = ||achieved - goal|| <= 0.45
 POSITION_NOISE = 0.25  # MazeEnv.position_noise_range: reset / goal noise around a cell centre
@@ -243,9 +248,16 @@ def exploratory_trajectories(
 
 
 def maze_rollout(
-    q_fn: QFn, maze: PointMaze, starts: np.ndarray, goals: np.ndarray, max_steps: int
+    q_fn: QFn,
+    maze: PointMaze,
+    starts: np.ndarray,
+    goals: np.ndarray,
+    max_steps: int,
+    choose: Choose = greedy_choice,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Greedy rollouts ``argmax_a q_fn(tile(x), tile(goal))`` from (N, 2) starts to (N, 2) goals.
+    """Rollouts of the policy ``choose`` on ``q_fn(tile(x), tile(goal))`` (greedy by default,
+    :func:`papers.horizon_generalization.evaluate.make_policy`) from (N, 2) starts to (N, 2)
+    goals.
 
     Returns:
         ``success`` (N,) bool (goal reached within ``max_steps`` decisions) and ``paths``
@@ -262,7 +274,8 @@ def maze_rollout(
     for t in range(1, max_steps + 1):
         active = np.flatnonzero(~done)
         if len(active):
-            actions = greedy_actions(q_fn, maze.tiles, maze.tile_of(xy[active]), goal_tiles[active])
+            values = scores(q_fn, maze.tiles, maze.tile_of(xy[active]), goal_tiles[active])
+            actions = choose(values)
             xy[active], velocity[active], reached = simulate(
                 maze, xy[active], velocity[active], actions, goals[active]
             )
@@ -275,6 +288,15 @@ def _rate(flags: np.ndarray) -> float:
     return float(flags.mean()) if len(flags) else float("nan")
 
 
+def stuck_rollouts(
+    maze: PointMaze, success: np.ndarray, paths: np.ndarray, window: int
+) -> np.ndarray:
+    """Failed rollouts whose last ``window`` decisions left the ball in one tile (N,) bool: the
+    trap of a policy that keeps commanding into a wall (README "Real data")."""
+    last = maze.tile_of(paths[:, -(window + 1) :])  # (N, window + 1)
+    return ~success & (last == last[:, :1]).all(axis=1)
+
+
 def evaluate_maze(
     q_fn: QFn,
     maze: PointMaze,
@@ -285,6 +307,10 @@ def evaluate_maze(
     pi_pairs: int,
     *,
     bins: Bins,
+    policy: str = "greedy",
+    temperature: float = 1.0,
+    stuck_window: int = 20,
+    compare_greedy: bool = False,
 ) -> dict:
     """Success by start-goal cell distance, horizon generalization and planning invariance.
 
@@ -304,11 +330,20 @@ def evaluate_maze(
     starts = random_positions(maze, start_cells, POSITION_NOISE, rng)
     goals = random_positions(maze, goal_cells, POSITION_NOISE, rng)
     distance = maze.cells.distances[start_cells, goal_cells]
-    success, _ = maze_rollout(q_fn, maze, starts, goals, max_steps)
+    choose = make_policy(policy, temperature, np.random.default_rng([seed, 1]))
+    success, paths = maze_rollout(q_fn, maze, starts, goals, max_steps, choose)
 
     metrics = success_by_bin(success, distance, bins)
 
     far = np.flatnonzero((distance >= bins["far"][0]) & (distance <= bins["far"][1]))
+    metrics["far_stuck_fraction"] = _rate(stuck_rollouts(maze, success, paths, stuck_window)[far])
+    if compare_greedy and policy != "greedy":
+        greedy_success, greedy_paths = maze_rollout(q_fn, maze, starts, goals, max_steps)
+        for name, value in success_by_bin(greedy_success, distance, bins).items():
+            if name.endswith("_success") or name == "eta":
+                metrics[f"greedy_{name}"] = value
+        stuck = stuck_rollouts(maze, greedy_success, greedy_paths, stuck_window)
+        metrics["greedy_far_stuck_fraction"] = _rate(stuck[far])
     tiles = maze.tiles
     if len(far):
         s, g = maze.tile_of(starts[far]), maze.tile_of(goals[far])

@@ -23,7 +23,7 @@ from papers.horizon_generalization.claims import LABELS, REAL_LABELS, UNTRAINED
 from papers.horizon_generalization.config import Config, LayoutConfig
 from papers.horizon_generalization.data import random_trajectories, sample_hindsight
 from papers.horizon_generalization.env import Grid, make_grid
-from papers.horizon_generalization.evaluate import evaluate, oracle_q, rollout
+from papers.horizon_generalization.evaluate import evaluate, make_policy, oracle_q, rollout
 from papers.horizon_generalization.method import Critic, categorical_accuracy, infonce_loss
 from papers.horizon_generalization.point_maze import (
     PointMaze,
@@ -107,6 +107,11 @@ def real_preflight(cfg: Config) -> list[str]:
     return problems
 
 
+def layout_bins(setting: LayoutConfig, cfg: Config) -> dict[str, list[float]]:
+    """The success bins of a layout: its own ``bins``, else ``eval.bins``."""
+    return setting.bins or cfg.eval.bins
+
+
 def far_corners(grid: Grid) -> tuple[int, int]:
     """The start and goal of the drawn rollout: the farthest pair of the layout."""
     start, goal = np.unravel_index(np.argmax(grid.distances), grid.distances.shape)
@@ -125,6 +130,7 @@ def train_one(
 ) -> RunOutput:
     """Train one critic (or take the oracle) and evaluate its greedy policy."""
     d = cfg.data
+    bins = layout_bins(setting, cfg)
     maze = point_maze_of(setting) if setting.layout == POINT_MAZE else None
     grid = maze.tiles if maze else make_grid(setting.layout, setting.size, setting.wall_length)
     metrics: dict[str, float] = {}
@@ -143,7 +149,7 @@ def train_one(
                 cells, actions, 10_000, np.random.default_rng([seed, 2]), d.gamma, d.max_offset
             )
             train_distance = maze.cells.distances[s_cell, g_cell]
-            for name, (low, high) in cfg.eval.bins.items():
+            for name, (low, high) in bins.items():
                 in_bin = (train_distance >= low) & (train_distance <= high)
                 metrics[f"train_{name}_fraction"] = float(in_bin.mean())
             metrics["train_max_distance"] = float(train_distance.max())
@@ -197,25 +203,33 @@ def train_one(
             metrics["final_accuracy"] = float(categorical_accuracy(critic.grid_logits(*batch)))
 
     e = cfg.eval
-    result = (evaluate_maze if maze else evaluate)(
-        q,
-        maze or grid,
+    common = dict(
         n_pairs=e.n_pairs,
         seed=e.seed_offset + seed,
         max_steps=e.max_steps,
         planner_c=e.planner_c,
         pi_pairs=e.pi_pairs,
-        bins=e.bins,
+        bins=bins,
+        policy=e.policy,
+        temperature=e.temperature,
     )
+    if maze:
+        result = evaluate_maze(
+            q, maze, **common, stuck_window=e.stuck_window, compare_greedy=e.compare_greedy
+        )
+    else:
+        result = evaluate(q, grid, **common)
     by_distance = result.pop("success_by_distance")
     metrics.update({k: float(v) for k, v in result.items()})
     metrics["far_minus_near"] = metrics["far_success"] - metrics["near_success"]
-    if maze:  # the drawn rollout: (x, y) at every decision between the farthest two cells
-        _, paths = maze_rollout(q, maze, *farthest_pair(maze), e.max_steps)
+    # The drawn rollout, by the evaluation's policy (sampled: its own draws).
+    choose = make_policy(e.policy, e.temperature, np.random.default_rng([e.seed_offset + seed, 2]))
+    if maze:  # (x, y) at every decision between the farthest two cells
+        _, paths = maze_rollout(q, maze, *farthest_pair(maze), e.max_steps, choose)
         max_distance = int(maze.cells.distances.max())
     else:
         start, goal = far_corners(grid)
-        _, _, paths = rollout(q, grid, np.array([start]), np.array([goal]), e.max_steps)
+        _, _, paths = rollout(q, grid, np.array([start]), np.array([goal]), e.max_steps, choose)
         max_distance = int(grid.distances.max())
     return RunOutput(
         metrics=metrics,
@@ -244,7 +258,7 @@ def plot_maze_rollouts(ax, maze: PointMaze, name: str, curves, cfg: Config) -> N
     start, goal = farthest_pair(maze)
     ax.plot(*start[0], "o", color="k", markersize=10)
     ax.plot(*goal[0], "*", color="k", markersize=12)
-    ax.set_title(f"{name}: greedy rollouts, seed {cfg.seeds[0]} (o start, * goal)")
+    ax.set_title(f"{name}: {cfg.eval.policy} rollouts, seed {cfg.seeds[0]} (o start, * goal)")
     ax.set_xticks([])
     ax.set_yticks([])
     ax.legend(frameon=False, fontsize=7, loc="lower left")
@@ -266,11 +280,11 @@ def plot(curves, cfg: Config, layouts: dict[str, LayoutConfig], path: Path) -> N
             seen = np.isfinite(values).sum(axis=0)  # distances no evaluation pair had: gaps
             mean = np.where(seen > 0, np.nansum(values, axis=0) / np.maximum(seen, 1), np.nan)
             ax.plot(x, mean, marker=".", label=ALL_LABELS.get(method, method))
-        near = cfg.eval.bins["near"][1]
+        near = layout_bins(setting, cfg)["near"][1]
         ax.axvspan(0.5, near + 0.5, color="grey", alpha=0.1, label=f"near (d <= {near:g})")
         unit = f"maze cells of {setting.maze}" if maze else "BFS steps"
         ax.set_xlabel(f"start-goal distance ({unit})")
-        ax.set_ylabel("success rate of the greedy policy")
+        ax.set_ylabel(f"success rate of the {cfg.eval.policy} policy")
         ax.set_ylim(-0.02, 1.02)
         ax.set_title(f"{name} layout, mean over seeds {list(cfg.seeds)}")
         ax.grid(alpha=0.3)
