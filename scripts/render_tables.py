@@ -299,8 +299,9 @@ def findings_rows() -> list[dict]:
             rows[-1]["official"] = "-"
         for i, d in enumerate(found["diagnoses"]):
             cells = paper if i == 0 else dict.fromkeys(paper, "")
-            why = f"{'; '.join(map(short_claim, d['claims']))}: {d['reason']}"
-            rows.append({**cells, "word": d["word"], "why": why, "official": d["official"] or "-"})
+            why = f"{'; '.join(map(short_claim, d['claims']))}: {d['headline']}"
+            official = d["official_headline"] or "-"
+            rows.append({**cells, "word": d["word"], "why": why, "official": official})
     return rows
 
 

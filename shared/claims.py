@@ -402,13 +402,17 @@ class Diagnosis:
     filled from the numbers the experiment wrote (``results/diagnosis.json``'s ``numbers``), so
     no number in it is typed by hand; ``experiment`` is the command that wrote them;
     ``official`` says how the official code's output compared on the same input (same
-    ``{key}`` fields), empty where it was not run."""
+    ``{key}`` fields), empty where it was not run. ``headline`` and ``official_headline``
+    say the same in a few words with the deciding number, for the findings table that shows
+    every paper on one screen (the paper's README shows the whole reason)."""
 
     claims: tuple[str, ...]
     word: DiagnosisWord
     reason: str
     experiment: str
     official: str = ""
+    headline: str = ""
+    official_headline: str = ""
 
     def __post_init__(self) -> None:
         if self.word not in DIAGNOSIS_WORDS:
@@ -420,8 +424,10 @@ class Diagnosis:
         """The diagnosis with its ``{key}`` fields filled from the experiment's ``numbers``;
         a field the numbers lack raises, naming it."""
         try:
-            reason = self.reason.format(**numbers)
-            official = self.official.format(**numbers)
+            reason, official, headline, official_headline = (
+                text.format(**numbers)
+                for text in (self.reason, self.official, self.headline, self.official_headline)
+            )
         except KeyError as err:
             raise KeyError(
                 f"diagnosis of {self.claims[0]!r} reads {err.args[0]!r}, which "
@@ -433,4 +439,6 @@ class Diagnosis:
             "reason": reason,
             "experiment": self.experiment,
             "official": official,
+            "headline": headline or reason,
+            "official_headline": official_headline or official,
         }

@@ -26,6 +26,12 @@ def test_diagnosis_fills_its_numbers_from_the_experiment():
     assert shown["official"] == "official loss 0.30 vs ours 0.31"
     with pytest.raises(KeyError, match="'ratio'"):
         diagnosis.render({"official_loss": 0.3, "our_loss": 0.3})
+    # without a headline the findings table shows the whole reason; with one, the headline
+    assert shown["headline"] == shown["reason"] and shown["official_headline"] == shown["official"]
+    short = Diagnosis(("c",), "open", "long {x}", "e", headline="x = {x:.1f}")
+    assert short.render({"x": 2.0})["headline"] == "x = 2.0"
+    with pytest.raises(KeyError, match="'y'"):
+        Diagnosis(("c",), "open", "r", "e", official_headline="{y}").render({})
 
 
 def test_diagnosis_refuses_a_word_outside_the_four():

@@ -261,6 +261,15 @@ REAL_DIAGNOSES = [
     Diagnosis(
         claims=("2: conductance of surprise events (S) < fixed blocks",),
         word="code",
+        headline=(
+            "ours averaged conductance over events, which sizes alone decide (structureless graph: "
+            "{mean_structureless_ratio_S_fixed:.3f} vs measured {mean_ratio_S_fixed:.3f}); with "
+            "the paper's min, fixed - S = {min_margin_S:.1f}: holds"
+        ),
+        official_headline=(
+            "each event's conductance equals ours (relative difference "
+            "{official_max_relative_difference:.0e}); it takes the min"
+        ),
         reason=(
             "our conductance averaged phi over events, which grows with mean(1/n): the surprise "
             "events' sizes on a structureless graph give S / fixed = "
@@ -278,6 +287,14 @@ REAL_DIAGNOSES = [
     Diagnosis(
         claims=("2: conductance of refined surprise events (SM) < fixed blocks",),
         word="code",
+        headline=(
+            "as for S: with the paper's min over events fixed - SM = {min_margin_SM:.1f} (the mean "
+            "gave {mean_margin_SM:.1f}): holds"
+        ),
+        official_headline=(
+            "each event's conductance equals ours (relative difference "
+            "{official_max_relative_difference:.0e}); it takes the min"
+        ),
         reason=(
             "as for S: the mean over events gave fixed - SM = {mean_margin_SM:.2f} by event "
             "sizes alone (structureless S / fixed {mean_structureless_ratio_S_fixed:.3f}); with "

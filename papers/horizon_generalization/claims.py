@@ -284,6 +284,12 @@ REAL_DIAGNOSES = [
             "open: mrn: far-goal success >= monolithic MLP's + 0.30",
         ),
         word="method",
+        headline=(
+            "official sampled evaluation: far margins over the MLP {official_medium_margin_l2:.2f} "
+            "/ {official_medium_margin_mrn:.2f} (l2 / MRN, maze) and "
+            "{official_arena_margin_l2:.2f} / {official_arena_margin_mrn:.2f} in the open arena, "
+            "where every critic reaches {official_arena_mlp_far:.2f}"
+        ),
         reason=(
             "under the official evaluation (actions sampled from the critic's softmax) the far"
             " margins over the monolithic MLP are l2 {official_medium_margin_l2:.3f} / MRN"
@@ -301,6 +307,10 @@ REAL_DIAGNOSES = [
     Diagnosis(
         claims=("l2 and MRN keep their accuracy with horizon: far >= near - 0.05",),
         word="protocol",
+        headline=(
+            "open arena, the paper's setting: far - near {official_arena_far_minus_near:.2f}; the "
+            "walled maze fails under either policy ({official_medium_far_minus_near:.2f} sampled)"
+        ),
         reason=(
             "holds in the paper's setting, the open arena under the official sampled evaluation:"
             " far - near {official_arena_far_minus_near:.3f} (far success l2"
@@ -315,6 +325,11 @@ REAL_DIAGNOSES = [
     Diagnosis(
         claims=("l2: near-goal success >= 0.9",),
         word="protocol",
+        headline=(
+            "the greedy argmax trapped rollouts (stuck {greedy_medium_l2_stuck:.2f}); sampled: "
+            "near {official_medium_l2_near:.2f} in the maze, {official_arena_l2_near:.2f} in the "
+            "open arena"
+        ),
         reason=(
             "the first protocol's greedy argmax left rollouts pressed against walls (l2's far"
             " pairs stuck {greedy_medium_l2_stuck:.3f}); sampled as the official evaluator does,"

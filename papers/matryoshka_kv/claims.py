@@ -174,6 +174,11 @@ REAL_DIAGNOSES = [
     Diagnosis(
         claims=(ACCURACY_CLAIM,),
         word="protocol",
+        headline=(
+            "accuracy ratio {first_protocol_acc_ratio_r24:.3f} -> {acc_ratio_r24_at_240:.3f} from "
+            "120 to 240 steps; {doublings_to_bar:.1f} more doublings reach {accuracy_bar:.2f}, the "
+            "paper trains {doublings_to_paper:.1f} more"
+        ),
         reason=(
             "length decides it: the same run trained longer keeps "
             "{acc_ratio_r24_at_120:.3f} at step 120 and {acc_ratio_r24_at_240:.3f} at 240 "

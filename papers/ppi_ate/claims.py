@@ -181,6 +181,15 @@ def _width_diagnosis(s: str) -> Diagnosis:
         ),
         experiment=_DIAGNOSE,
         official=_OFFICIAL,
+        headline=(
+            f"binary outcome: heterogeneity at most {{{s}_share:.3f}} of Var(phi), 0.70 needs "
+            f"{{{s}_share_needed:.2f}}; no learner can go below {{{s}_bound_ratio:.3f}} "
+            f"(measured {{{s}_measured_ratio:.3f}})"
+        ),
+        official_headline=(
+            "econml's DR-learner on known-CATE cases: PPI/AIPW "
+            "{semi_synthetic_econml_ppi_ratio:.3f} (ours {semi_synthetic_ours_ppi_ratio:.3f})"
+        ),
     )
 
 
