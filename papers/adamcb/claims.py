@@ -58,7 +58,10 @@ CLAIMS = [
 # retrieve), so the sizes are the toy claim's: 5% lower final training loss than Adam and than
 # corrected AdamBS, and a paired win on (nearly) every seed: the toy's >= 4 of 5 is >= 80% of
 # seeds, which is 4 of 4 here. The paper also claims lower test loss (direction only).
-REAL_SEEDS = [10, 20, 30, 40]
+# Issue 51 reran it at the paper's protocol (official main.py: 10 epochs, seeds 10-50); the first
+# protocol's record is results/real_first.json. The paired-wins bar stays 4 seeds: with five
+# seeds it is the toy's own rule, 4 of 5 (>= 80%), so the claim is renamed, not retuned.
+REAL_SEEDS = [10, 20, 30, 40, 50]
 REAL_METHODS = [
     "adam",
     "amsgrad",
@@ -72,8 +75,8 @@ REAL_PLOT = "train_ce.png"
 REAL_TABLE_METRICS = ["final_train_ce", "mean_train_ce", "final_test_ce", "final_test_acc"]
 REAL_LABELS = {**LABELS, "adambs": "AdamBS (as coded)"}
 REAL_PAPER_NUMBER = "not reported (curves only)"
-REAL_CPU_BUDGET_S = 1200.0  # one core; measured 592 s (results/real.json), 20-min ceiling
-REAL_CI = False  # ~10 CPU-minutes: far over CI's 120 s
+REAL_CPU_BUDGET_S = 3600.0  # one core; first protocol 592 s, the paper protocol ~4x (README)
+REAL_CI = False  # ~45 CPU-minutes: far over CI's 120 s
 # End to end on the real files in a few CPU seconds: a 2560-example subset, one epoch, one seed,
 # one uniform and every bandit sampler.
 REAL_SMOKE_OVERRIDES = (
@@ -90,7 +93,7 @@ REAL_SMOKE_OVERRIDES = (
 REAL_CLAIMS = [
     Claim("beats Adam by 5%", RatioAtMost(METRIC, "adamcb", "adam", 0.95)),
     Claim("beats corrected AdamBS by 5%", RatioAtMost(METRIC, "adamcb", "adambs_corrected", 0.95)),
-    Claim("beats Adam on 4/4 seeds", PairedWins(METRIC, "adamcb", "adam", 4)),
+    Claim("beats Adam on 4 of 5 seeds", PairedWins(METRIC, "adamcb", "adam", 4)),
     Claim(
         "lower test loss than Adam",
         RatioAtMost("final_test_ce", "adamcb", "adam", 1.0),
@@ -141,7 +144,12 @@ _OFFICIAL = (
 )
 REAL_DIAGNOSES = [
     Diagnosis(
-        claims=("beats Adam by 5%", "beats Adam on 4/4 seeds", "lower test loss than Adam"),
+        claims=(
+            "beats Adam by 5%",
+            "beats Adam on 4/4 seeds",  # the first protocol's name (4 seeds)
+            "beats Adam on 4 of 5 seeds",
+            "lower test loss than Adam",
+        ),
         word="method",
         headline=(
             "paper protocol ({pp_epochs:.0f} epochs x {pp_seeds:.0f} seeds): AdamCB / Adam "

@@ -2,7 +2,7 @@
 
 ``python -m papers.adamcb.diagnose [--write] [--official-json PATH]``
 
-The first real protocol (``results/real.json``: Fashion-MNIST, MLP 784-512-256-10, K = 128,
+The first real protocol (``results/real_first.json``: Fashion-MNIST, MLP 784-512-256-10, K = 128,
 the official constants, 3 epochs x 4 seeds) found AdamCB level with Adam. Two experiments:
 
 1. **The paper's protocol, with the feedback ablated.** 10 epochs x the five official seeds
@@ -170,8 +170,8 @@ def summarise_protocol(proto: dict) -> tuple[dict[str, float], dict]:
 
 
 def first_protocol() -> dict[str, float]:
-    """The failing first-protocol measurements (results/real.json), for the reasons."""
-    record = read_json(REPO_ROOT / "papers" / SLUG / "results" / "real.json")
+    """The failing first-protocol measurements (results/real_first.json), for the reasons."""
+    record = read_json(REPO_ROOT / "papers" / SLUG / "results" / "real_first.json")
     measured = {c["name"]: c["measured"] for c in record["claims"]}
     ce = record["metrics"]
     return {

@@ -7,8 +7,8 @@ is the same run, longer: the real config with ``projection.steps`` = the last mi
 cosine schedule and its 5 % warm-up stretched to it, every other value the real rung's), the
 MatryoshkaKV student evaluated on the real rung's own test segments at each milestone (the
 first protocol's 120 steps among them): KL at the 25 % and 37.5 % budgets, and the accuracy
-ratio at 37.5 %. PCA's numbers are the committed ``results/real.json``'s (same segments, same
-code, PCA does not train). The trend says whether length decides the claim.
+ratio at 37.5 %. PCA's numbers are the first protocol's ``results/real_first.json``'s (same
+segments, same code, PCA does not train). The trend says whether length decides the claim.
 
     python -m papers.matryoshka_kv.diagnose                       # 120, 240, 480 steps
     python -m papers.matryoshka_kv.diagnose --milestones 120 240 --write
@@ -41,7 +41,7 @@ from shared.seeding import seed_everything
 
 SLUG = "matryoshka_kv"
 CLAIM_RANK, KL_RANKS = 24, (16, 24)  # the accuracy claim's 37.5 % budget; the KL claims'
-WARMUP_SHARE = 0.05  # the paper's 5 % warm-up (configs/matryoshka_kv/real.yaml: 6 of 120)
+WARMUP_SHARE = 0.05  # the paper's 5 % warm-up (configs/matryoshka_kv/real.yaml: 12 of 240)
 DEFAULT_MILESTONES = (120, 240, 480)  # the first protocol's length, then doubled twice
 # The accuracy claim's bar, read from its declaration (REAL_CLAIMS)
 ACCURACY_BAR = next(c.comparator.threshold for c in REAL_CLAIMS if c.name == ACCURACY_CLAIM)
@@ -111,7 +111,7 @@ def numbers_from(
 ) -> dict[str, float]:
     """The flat numbers the diagnosis quotes: per milestone the accuracy ratio at 37.5 % and
     the trained-to-PCA KL ratios at 25 % and 37.5 %, with PCA's KL and the first protocol's
-    accuracy ratio from ``real.json``; then the trend: the accuracy ratio's gain per doubling
+    accuracy ratio from ``real_first.json``; then the trend: the accuracy ratio's gain per doubling
     of the training length between the first and last milestones, how many more doublings
     that pace needs to reach the claim's bar, and (given ``step_tokens`` and
     ``paper_tokens``) how many doublings separate the last milestone from the paper's
@@ -164,9 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if min(args.milestones) < 1:
         parser.error("--milestones: steps are >= 1")
-    real = results_file(SLUG, "real.json")
+    real = results_file(SLUG, "real_first.json")  # the 120-step first protocol
     if real is None:
-        parser.error("results/real.json is missing: the PCA baseline's KL is read from it")
+        parser.error("results/real_first.json is missing: the PCA baseline's KL is read from it")
     out_dir = Path(args.out)
     started = (time.perf_counter(), cpu_seconds())
     training_run = None
