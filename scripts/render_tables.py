@@ -25,9 +25,9 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from shared.claims import DIAGNOSIS_MEANING, claim_label, verdict_word  # noqa: E402
+from shared.claims import DIAGNOSIS_MEANING, claims_summary, summary_tone  # noqa: E402
 from shared.findings import all_findings, claim_status, paper_findings  # noqa: E402
-from shared.tables import markdown_table, mean_std  # noqa: E402
+from shared.tables import markdown_table, mean_std, verdict_table  # noqa: E402
 
 CATALOG = REPO_ROOT / "configs" / "catalog.yaml"
 LOCK = REPO_ROOT / "constraints.txt"
@@ -83,15 +83,13 @@ def _key_number(result: dict) -> str:
 
 
 def _status(result: dict, heldout: dict | None) -> str:
-    """``k/n pass`` on the claim seeds, then the held-out verdict, in a few words."""
-    claims = [c for c in result["claims"] if c["role"] == "claim"]
-    status = f"{sum(c['passed'] for c in claims)}/{len(claims)} pass"
+    """The claims' verdicts on the claim seeds, then on the held-out seeds, counted in the
+    shared words (``3 PASS · held-out 2 PASS, 1 FAIL (fragile)``)."""
+    status = claims_summary(result["claims"])
     if heldout is None:
         return status + " · held-out not run"
-    failed = [c for c in heldout["claims"] if not c["passed"]]
-    if not failed:
-        return status + " · held-out pass"
-    return status + f" · held-out {len(failed)}/{len(heldout['claims'])} fail (fragile)"
+    fragile = " (fragile)" if summary_tone(heldout["claims"]) == "bad" else ""
+    return f"{status} · held-out {claims_summary(heldout['claims'])}{fragile}"
 
 
 def has_real_rung(slug: str) -> bool:
@@ -99,7 +97,8 @@ def has_real_rung(slug: str) -> bool:
 
 
 def real_status(slug: str) -> str:
-    """The real-data column: ``k/n pass`` of the real claims, '-' without a real rung."""
+    """The real-data column: the real claims' verdicts counted (:func:`claims_summary`), '-'
+    without a real rung."""
     if not has_real_rung(slug):
         return "-"
     real = load_result(slug, "real.json")
@@ -128,14 +127,6 @@ def papers_table() -> str:
     return markdown_table(header, rows)
 
 
-def _verdict(claim: dict) -> str:
-    return verdict_word(claim["role"], claim["holds"])
-
-
-def _label(claim: dict) -> str:
-    return claim_label(claim["name"], claim["role"])
-
-
 def metric_rows(result: dict) -> tuple[list[str], list[list[str]]]:
     """The results file's table metrics, and one row per method: its label, then mean ± std."""
     labels = result.get("labels", {})
@@ -152,18 +143,9 @@ def results_block(result: dict, heldout: dict | None = None) -> str:
     the held-out seeds, and the toy figure."""
     metrics, rows = metric_rows(result)
     held = {c["name"]: c for c in heldout["claims"]} if heldout else {}
-    claims = [
-        [_label(c), c["role"], c["statement"], f"{c['measured']:.4g}", _verdict(c)]
-        + (
-            [f"{held[c['name']]['measured']:.4g}", _verdict(held[c["name"]])]
-            if c["name"] in held
-            else ["-", "not run"]
-        )
-        for c in result["claims"]
-    ]
     seeds_note = (
         f"held-out seeds {heldout['seeds']} (`{heldout['command']}`, "
-        f"{heldout['wall_time_s']:.0f} s): verdict **{heldout['verdict']}**"
+        f"{heldout['wall_time_s']:.0f} s): **{claims_summary(heldout['claims'])}**"
         if heldout
         else "held-out seeds: not run yet (`python scripts/reproduce.py --heldout --write`)"
     )
@@ -173,18 +155,7 @@ def results_block(result: dict, heldout: dict | None = None) -> str:
         f"(`{result['command']}`, {result['wall_time_s']:.0f} s, "
         f"commit `{(result.get('git_commit') or 'unknown')[:12]}`); {seeds_note}.",
         markdown_table(["method", *metrics], rows),
-        markdown_table(
-            [
-                "claim",
-                "role",
-                "statement",
-                "measured",
-                "verdict",
-                "held-out measured",
-                "held-out verdict",
-            ],
-            claims,
-        ),
+        verdict_table(result["claims"], beside=held, beside_name="held-out"),
     ]
     if figure.is_file():
         parts.append(f"![toy result: {result['paper']}](results/toy.png)")
@@ -195,10 +166,6 @@ def real_block(result: dict) -> str:
     """A paper's README "Real data" block: the assets read (package, version, sha256), the
     per-method metrics, the real claims' verdicts and the figure, from ``results/real.json``."""
     metrics, rows = metric_rows(result)
-    claims = [
-        [_label(c), c["role"], c["statement"], f"{c['measured']:.4g}", _verdict(c)]
-        for c in result["claims"]
-    ]
     assets = markdown_table(
         ["asset", "package", "version", "files (sha256)", "licence"],
         [
@@ -217,11 +184,11 @@ def real_block(result: dict) -> str:
     figure = REPO_ROOT / "papers" / result["paper"] / "results" / "real.png"
     parts = [
         f"Real data, seeds {result['seeds']}, mean ± std over seeds (`{result['command']}`, "
-        f"{cost}, commit `{(result.get('git_commit') or 'unknown')[:12]}`): verdict "
-        f"**{result['verdict']}**.",
+        f"{cost}, commit `{(result.get('git_commit') or 'unknown')[:12]}`): "
+        f"**{claims_summary(result['claims'])}**.",
         assets,
         markdown_table(["method", *metrics], rows),
-        markdown_table(["claim", "role", "statement", "measured", "verdict"], claims),
+        verdict_table(result["claims"]),
     ]
     if figure.is_file():
         parts.append(f"![real data: {result['paper']}](results/real.png)")
@@ -237,16 +204,12 @@ def real_block(result: dict) -> str:
 def first_protocol_block(first: dict) -> str:
     """The first real protocol's verdicts (``results/real_first.json``), kept beside the rerun
     at the paper's protocol: what changed is then read off two tables."""
-    claims = [
-        [_label(c), c["role"], c["statement"], f"{c['measured']:.4g}", _verdict(c)]
-        for c in first["claims"]
-    ]
     return "\n\n".join(
         [
             f"First protocol (`results/real_first.json`; seeds {first['seeds']}, commit "
             f"`{(first.get('git_commit') or 'unknown')[:12]}`, the config of that commit): "
-            f"verdict **{first['verdict']}**.",
-            markdown_table(["claim", "role", "statement", "measured", "verdict"], claims),
+            f"**{claims_summary(first['claims'])}**.",
+            verdict_table(first["claims"]),
         ]
     )
 

@@ -22,8 +22,25 @@ tables.
 HEAD, and a process not on the pinned float path: a results file names the commit and the
 float path (``shared/floatpath.py``) that made it. ``--check`` compares the per-seed metrics
 HEAD computes with the committed file (exact, or within ``claims.METRIC_TOLERANCES``) and
-names each that differs. Exit status is 1 if any claim or negative control fails, or, with
-``--check``, if any metric differs.
+names each that differs; a file made on the other CPU vendor is not compared (MKL's pinned
+branch differs there, ``shared/floatpath.py``) and says so.
+
+Every mode prints each claim's verdict in the words the README, the site and the train
+command use (``shared/claims.py``: ``PASS`` / ``FAIL``; a negative control "fails, as a
+control must" or "HOLDS: control broken"; a diagnostic "info: holds" or not), then one line
+per paper. Each mode's exit status answers that mode's one question, so a script can tell a
+defect from a finding:
+
+* ``--check``: do the numbers reproduce? 0 when every compared per-seed metric equals the
+  committed file's (whatever the claims' verdicts: a real claim that fails is a finding); 1
+  when a metric differs or the committed file is missing.
+* no flag: do the claims hold? 0 when every claim passes and every negative control fails as
+  it must; 1 otherwise (this gates ``claims.REPRODUCE_ONLY``; CI gates the other toy claims
+  through ``tests/test_claims.py``). Diagnostics never change it.
+* ``--write``: was the file written? 0 once it is (the file and the README record the
+  verdicts, failing ones included).
+* 2 in every mode: nothing was judged: a usage error, a refusal at start (e.g. ``--write``
+  on a tree that differs from HEAD) or a run that stopped with an error (traceback printed).
 """
 
 from __future__ import annotations
@@ -33,12 +50,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import traceback
 from pathlib import Path
+from typing import NamedTuple
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from shared import floatpath  # noqa: E402  (first: pins the float path)
+from shared.claims import claims_summary, summary_tone  # noqa: E402
 from shared.config import REAL_SCALE, available_papers, real_papers  # noqa: E402
 from shared.entry import (  # noqa: E402
     HELDOUT_FILE,
@@ -51,11 +71,22 @@ from shared.entry import (  # noqa: E402
     paper_modules,
 )
 from shared.records import write_json  # noqa: E402
-from shared.tables import markdown_table  # noqa: E402
+from shared.tables import markdown_table, verdict_table  # noqa: E402
 
 FIGURE_FILE, REAL_FIGURE_FILE = "toy.png", "real.png"
 RESULTS_PATHSPEC = ":(exclude,glob)papers/*/results/**"  # what --write itself changes
 MAX_FIGURE_BYTES = 150_000  # README figures stay small in the repository
+# Exit statuses (module docstring): the mode's question answered yes / no; nothing judged.
+EXIT_YES, EXIT_NO, EXIT_NOT_JUDGED = 0, 1, 2
+
+
+class Outcome(NamedTuple):
+    """One paper's rerun: its claims' verdicts and, with ``--check``, its numbers."""
+
+    claims_hold: bool  # every claim passes, every negative control fails as it must
+    claims: str  # the verdicts counted in the shared words (claims.claims_summary)
+    numbers: str  # with --check: how the numbers compare with the committed file; else ''
+    numbers_differ: bool  # with --check: a metric differs, or the committed file is missing
 
 
 def save_figure(src: Path, dst: Path, max_bytes: int = MAX_FIGURE_BYTES) -> None:
@@ -111,9 +142,9 @@ def reproduce(
     commit: str | None = None,
     check: bool = False,
     scale: str = "toy",
-) -> bool:
-    """Run one paper's claims; print them; optionally write its results file (and figure),
-    recording ``commit``, or compare the run with the committed file (``check``)."""
+) -> Outcome:
+    """Run one paper's claims; print their verdicts; optionally write its results file (and
+    figure), recording ``commit``, or compare the run with the committed file (``check``)."""
     _, claims = paper_modules(slug)
     real = scale == REAL_SCALE
     if real and heldout:
@@ -139,7 +170,7 @@ def reproduce(
                 raise SystemExit(f"{slug}: the run wrote no {plot} (claims.{'REAL_' * real}PLOT)")
             results_dir.mkdir(parents=True, exist_ok=True)
             save_figure(figure, results_dir / (REAL_FIGURE_FILE if real else FIGURE_FILE))
-    passed = bool(record["claims"]) and all(c["passed"] for c in record["claims"])
+    passed = summary_tone(record["claims"]) == "ok"
     seed_set = "real-data" if real else ("held-out" if heldout else "claim")
     print(f"\n{slug}: {seed_set} seeds {record['seeds']}")
     file_name = REAL_FILE if real else (HELDOUT_FILE if heldout else TOY_FILE)
@@ -152,15 +183,7 @@ def reproduce(
             print("\n".join(f"  {line}" for line in differences))
         else:
             print(f"{name}: every per-seed metric reproduces")
-    print(
-        markdown_table(
-            ["claim", "role", "measured", "threshold", "passed"],
-            [
-                [c["name"], c["role"], f"{c['measured']:.4g}", f"{c['threshold']:.4g}", c["passed"]]
-                for c in record["claims"]
-            ],
-        )
-    )
+    print(verdict_table(record["claims"]))
     if write:
         if heldout:
             seed_arg = " --heldout"
@@ -189,10 +212,33 @@ def reproduce(
         if real:
             written["assets"] = record.get("assets", [])
         write_json(written, results_dir / file_name)
-    return passed and not differences
+    if not check:
+        numbers = ""
+    elif mismatch:
+        numbers = "not compared (made on another CPU vendor)"
+    elif not (results_dir / file_name).is_file():
+        numbers = "no committed file"
+    else:
+        numbers = f"{len(differences)} differ" if differences else "reproduce"
+    return Outcome(passed, claims_summary(record["claims"]), numbers, bool(differences))
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line; returns the exit status of the module docstring (a refusal or an
+    error is printed and returns 2, so that 1 keeps its one meaning per mode)."""
+    try:
+        return run(argv)
+    except SystemExit as stop:
+        if stop.code is None or isinstance(stop.code, int):  # argparse: its usage and status
+            raise
+        print(stop.code, file=sys.stderr)
+    except Exception:  # a run that stopped: nothing judged; its traceback is kept
+        traceback.print_exc()
+    return EXIT_NOT_JUDGED
+
+
+def run(argv: list[str] | None) -> int:
+    """Parse ``argv``, rerun the papers, print their verdicts; the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--paper", default="all", help="a paper slug, or 'all'")
     parser.add_argument(
@@ -238,9 +284,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         commit = committed_code()
         check_float_path_for_write()
-    verdicts = []
+    outcomes = {}
     for slug in papers:
-        ok = reproduce(
+        outcomes[slug] = reproduce(
             slug,
             args.seeds,
             args.write,
@@ -250,10 +296,20 @@ def main(argv: list[str] | None = None) -> int:
             check=args.check,
             scale=args.scale,
         )
-        verdicts.append([slug, "PASS" if ok else "FAIL"])
-    column = "real-data claim" if real else ("held-out claim" if args.heldout else "toy claim")
-    print("\n" + markdown_table(["paper", column], verdicts))
-    return 0 if all(v[1] == "PASS" for v in verdicts) else 1
+    column = "real-data claims" if real else ("held-out claims" if args.heldout else "toy claims")
+    header, rows = ["paper", column], [[slug, o.claims] for slug, o in outcomes.items()]
+    if args.check:
+        header.append("numbers vs the committed file")
+        for row, outcome in zip(rows, outcomes.values(), strict=True):
+            row.append(outcome.numbers)
+    print("\n" + markdown_table(header, rows))
+    if args.check:
+        failed = any(o.numbers_differ for o in outcomes.values())
+    elif args.write:
+        failed = False
+    else:
+        failed = not all(o.claims_hold for o in outcomes.values())
+    return EXIT_NO if failed else EXIT_YES
 
 
 if __name__ == "__main__":

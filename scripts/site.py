@@ -51,7 +51,13 @@ from pygments.lexers import PythonLexer
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from shared.claims import claim_label, verdict_word  # noqa: E402
+from shared.claims import (  # noqa: E402
+    claim_label,
+    claim_verdict,
+    claims_summary,
+    summary_tone,
+    verdict_tone,
+)
 from shared.findings import paper_findings  # noqa: E402
 
 CATALOG = REPO_ROOT / "configs" / "catalog.yaml"
@@ -546,10 +552,6 @@ def heading_nav(tokens: list[Token]) -> list[tuple[str, str]]:
     ]
 
 
-def _verdict(claim: dict | None) -> str:
-    return "not run" if claim is None else verdict_word(claim["role"], claim["holds"])
-
-
 def _number(value: object) -> str:
     return f"{value:.4g}" if isinstance(value, int | float) else str(value)
 
@@ -564,8 +566,8 @@ def claims_rows(result: dict | None, heldout: dict | None) -> list[list[str]]:
         rows.append(
             [claim_label(claim["name"], claim["role"])]
             + [claim["role"], claim["statement"], _number(claim.get("threshold"))]
-            + [_number(claim["measured"]), _verdict(claim)]
-            + [_number(other["measured"]) if other else "-", _verdict(other)]
+            + [_number(claim["measured"]), claim_verdict(claim)]
+            + [_number(other["measured"]) if other else "-", claim_verdict(other)]
         )
     return rows
 
@@ -576,7 +578,7 @@ def real_claims_rows(real: dict | None, diagnoses: list[dict] = ()) -> list[list
     words = {name: d["word"] for d in diagnoses for name in d["claims"]}
     return [
         [claim_label(c["name"], c["role"]), c["role"], c["statement"], _number(c.get("threshold"))]
-        + [_number(c["measured"]), _verdict(c), words.get(c["name"], "-")]
+        + [_number(c["measured"]), claim_verdict(c), words.get(c["name"], "-")]
         for c in (real["claims"] if real else [])
     ]
 
@@ -587,13 +589,12 @@ def real_assets(real: dict | None) -> str:
     return ", ".join(f"{a['name']} ({a['package']} {a['version']})" for a in assets)
 
 
-def seeds_verdict(result: dict | None) -> str:
-    """``pass`` when every role=="claim" entry passed, else how many of how many failed."""
+def seeds_verdict(result: dict | None) -> dict[str, str]:
+    """A results file's claims counted in the shared words (``3 PASS``, ``2 PASS, 1 FAIL``)
+    and the tone that colours them; ``not run`` without a file."""
     if result is None:
-        return "not run"
-    claims = [c for c in result["claims"] if c["role"] == "claim"]
-    failed = sum(not c["passed"] for c in claims)
-    return "pass" if failed == 0 else f"{failed} of {len(claims)} claims fail"
+        return {"words": "not run", "tone": ""}
+    return {"words": claims_summary(result["claims"]), "tone": summary_tone(result["claims"])}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -617,6 +618,7 @@ class SiteBuilder:
         self.env = Environment(
             loader=FileSystemLoader(ASSETS), autoescape=True, undefined=StrictUndefined
         )
+        self.env.filters["tone"] = verdict_tone  # a verdict word's colour class (ok, bad, info)
         self.readme_md, self.note_md = Markdown(heading_ids=True), Markdown(raw_html=False)
 
     def build(self) -> Stats:

@@ -301,16 +301,72 @@ def all_passed(verdicts: list[Verdict]) -> bool:
 CONTROL_PREFIX = "control: "
 
 
+# One vocabulary for verdicts (issues 43 and 52): the console table of the train command,
+# scripts/reproduce.py, the README tables and the site all print these words, never the
+# record's bare ``passed`` (True beside a control or diagnostic that does not hold reads as a
+# claim that held). Each word has a tone: "ok" and "bad" decide, "info" never does.
+PASS, FAIL = "PASS", "FAIL"
+CONTROL_FAILS, CONTROL_BROKEN = "fails, as a control must", "HOLDS: control broken"
+DIAGNOSTIC_HOLDS, DIAGNOSTIC_DOES_NOT_HOLD = "info: holds", "info: does not hold"
+VERDICT_WORDS: dict[tuple[str, bool], str] = {
+    ("claim", True): PASS,
+    ("claim", False): FAIL,
+    ("negative_control", False): CONTROL_FAILS,
+    ("negative_control", True): CONTROL_BROKEN,
+    ("diagnostic", True): DIAGNOSTIC_HOLDS,
+    ("diagnostic", False): DIAGNOSTIC_DOES_NOT_HOLD,
+}
+VERDICT_TONES = {
+    PASS: "ok",
+    CONTROL_FAILS: "ok",
+    FAIL: "bad",
+    CONTROL_BROKEN: "bad",
+    DIAGNOSTIC_HOLDS: "info",
+    DIAGNOSTIC_DOES_NOT_HOLD: "info",
+}
+NOT_RUN = "not run"  # a claim the other seed set has not measured
+
+
 def verdict_word(role: str, holds: bool) -> str:
     """What happened, in words a reader cannot mistake: a claim ``PASS`` / ``FAIL``; a negative
     control says whether it failed as it must (a bare "PASS" beside a control's statement reads
     as a claim that held); a diagnostic is information only. One wording for the console
-    table, the README blocks and the site."""
-    if role == "claim":
-        return "PASS" if holds else "FAIL"
-    if role == "negative_control":
-        return "HOLDS: control broken" if holds else "fails, as a control must"
-    return "info: holds" if holds else "info: does not hold"
+    table, ``scripts/reproduce.py``, the README blocks and the site."""
+    try:
+        return VERDICT_WORDS[(role, bool(holds))]
+    except KeyError:
+        raise ValueError(
+            f"claim role {role!r} is not one of claim, negative_control, diagnostic"
+        ) from None
+
+
+def claim_verdict(claim: dict | None) -> str:
+    """:func:`verdict_word` of a recorded claim (``result.json`` / ``results/*.json``'s
+    ``claims`` entries, which keep ``holds`` and ``passed``); ``not run`` for none."""
+    return NOT_RUN if claim is None else verdict_word(claim["role"], claim["holds"])
+
+
+def verdict_tone(word: str) -> str:
+    """``ok``, ``bad`` or ``info`` for a verdict word (the site's colours); '' for ``not run``."""
+    return VERDICT_TONES.get(word, "")
+
+
+def claims_summary(claims: list[dict]) -> str:
+    """A run's claims in the same words, counted: ``3 PASS`` or ``2 PASS, 1 FAIL`` over the
+    role-"claim" entries, then `` · control broken`` when a negative control holds
+    (diagnostics never count). The README's status columns and the site's home page."""
+    verdicts = [claim_verdict(c) for c in claims if c["role"] == "claim"]
+    summary = f"{verdicts.count(PASS)} {PASS}" if verdicts else "no claim evaluated"
+    if FAIL in verdicts:
+        summary += f", {verdicts.count(FAIL)} {FAIL}"
+    broken = any(claim_verdict(c) == CONTROL_BROKEN for c in claims)
+    return summary + (" · control broken" if broken else "")
+
+
+def summary_tone(claims: list[dict]) -> str:
+    """``ok`` when every claim passes and every control fails as it must, else ``bad``."""
+    tones = [verdict_tone(claim_verdict(c)) for c in claims]
+    return "ok" if tones and "bad" not in tones else "bad"
 
 
 def claim_label(name: str, role: str) -> str:

@@ -146,7 +146,7 @@ def execute(
         print(results_table(summary, metrics, labels))
         if verdicts:
             print(f"\nHeadline claim at {cfg.scale} scale (seeds {list(cfg.seeds)}):")
-            print(verdict_table(verdicts))
+            print(verdict_table(record["claims"]))
         print(f"\nrun folder: {out_dir}")
     shutdown_process_group()  # under torchrun: tear gloo down before the interpreter exits
     return record

@@ -21,7 +21,7 @@ import importlib
 import json
 from types import ModuleType
 
-from shared.claims import DIAGNOSIS_FILE, Diagnosis
+from shared.claims import DIAGNOSIS_FILE, Diagnosis, claims_summary
 from shared.config import REPO_ROOT, real_papers
 
 REAL_FILE, FIRST_PROTOCOL_FILE = "real.json", "real_first.json"
@@ -44,13 +44,9 @@ def failing_claims(record: dict | None) -> list[str]:
 
 
 def claim_status(record: dict | None) -> str:
-    """``k/n pass`` of a real results file's claims, '-' when there is none."""
-    if record is None:
-        return "-"
-    claims = [c for c in record["claims"] if c["role"] == "claim"]
-    status = f"{sum(c['passed'] for c in claims)}/{len(claims)} pass"
-    controls = [c for c in record["claims"] if c["role"] == "negative_control"]
-    return status + (" · control broken" if any(not c["passed"] for c in controls) else "")
+    """A real results file's claims counted in the shared words (``2 PASS, 1 FAIL``,
+    :func:`shared.claims.claims_summary`), '-' when there is none."""
+    return "-" if record is None else claims_summary(record["claims"])
 
 
 def declared_diagnoses(slug: str) -> list[Diagnosis]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.claims import Verdict, claim_label, verdict_word
+from shared.claims import claim_label, claim_verdict
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
@@ -45,15 +45,28 @@ def mean_std(stats: dict[str, Any] | None) -> str:
     return f"{stats['mean']:.4f} ± {stats['std']:.4f}"
 
 
-def verdict_table(verdicts: list[Verdict]) -> str:
-    rows = [
-        [
-            claim_label(v.name, v.role),
-            v.role,
-            v.statement,
-            f"{v.measured:.4g}",
-            verdict_word(v.role, v.holds),
+def verdict_table(
+    claims: list[dict], beside: dict[str, dict] | None = None, beside_name: str = ""
+) -> str:
+    """The claims of a record (``result.json``'s ``claims``) with their verdicts in the shared
+    words (:func:`shared.claims.claim_verdict`): the train command's console table,
+    ``scripts/reproduce.py``, the claim tests and the README blocks. ``beside`` (claim name ->
+    claim of another record: the held-out seeds, the committed file) adds its measured value
+    and verdict as two more columns named ``beside_name``."""
+    header = ["claim", "role", "statement", "measured", "verdict"]
+    if beside is not None:
+        header += [f"{beside_name} measured", f"{beside_name} verdict"]
+    rows = []
+    for claim in claims:
+        row = [
+            claim_label(claim["name"], claim["role"]),
+            claim["role"],
+            claim["statement"],
+            f"{claim['measured']:.4g}",
+            claim_verdict(claim),
         ]
-        for v in verdicts
-    ]
-    return markdown_table(["claim", "role", "statement", "measured", "verdict"], rows)
+        if beside is not None:
+            other = beside.get(claim["name"])
+            row += [f"{other['measured']:.4g}" if other else "-", claim_verdict(other)]
+        rows.append(row)
+    return markdown_table(header, rows)

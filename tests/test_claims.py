@@ -20,7 +20,7 @@ from shared.entry import (
     paper_modules,
     reproduce_only,
 )
-from shared.tables import markdown_table
+from shared.tables import verdict_table
 from tests.helpers import cpu_and_wall_clock
 
 pytestmark = pytest.mark.claim
@@ -41,13 +41,7 @@ def test_toy_claim(slug, tmp_path, record_property):
     record_property("claim_wall_s", clock.wall_s)
     record_property("claim_budget_s", claims.CPU_BUDGET_S)
 
-    table = markdown_table(
-        ["claim", "role", "measured", "threshold", "passed"],
-        [
-            [c["name"], c["role"], f"{c['measured']:.4g}", f"{c['threshold']:.4g}", c["passed"]]
-            for c in record["claims"]
-        ],
-    )
+    table = verdict_table(record["claims"])
     assert record["claims"], f"{slug}: no claim was evaluated"
     optional = reproduce_only(claims)  # gated by scripts/reproduce.py only (over budget here)
     gated = [c.name for c in claims.CLAIMS if c.role == "claim" and c.name not in optional]

@@ -63,5 +63,8 @@ def test_results_block_shows_both_verdicts_and_the_figure(render_tables):
     block = render_tables.results_block(toy, heldout)
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in block.splitlines()]
     assert ["c", "claim", "s", "0.5", "PASS", "2", "FAIL"] in rows
-    assert "held-out seeds [1000]" in block and "**fail**" in block
+    assert "held-out seeds [1000]" in block and "**0 PASS, 1 FAIL**" in block
     assert "not run" in render_tables.results_block(toy, None)
+    # the papers table counts them in the same words (issue 52)
+    assert render_tables._status(toy, heldout) == "1 PASS · held-out 0 PASS, 1 FAIL (fragile)"
+    assert render_tables._status(toy, toy) == "1 PASS · held-out 1 PASS"

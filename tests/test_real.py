@@ -27,7 +27,7 @@ from shared.entry import (
 )
 from shared.preflight import PreflightError
 from shared.records import read_json
-from shared.tables import markdown_table
+from shared.tables import verdict_table
 from tests.helpers import cpu_and_wall_clock, require_assets
 
 REAL = real_papers()
@@ -156,14 +156,8 @@ def test_real_claims_reproduce(real_slug, tmp_path, record_property):
     record_property("claim_budget_s", claims.REAL_CPU_BUDGET_S)
     record_property("claim_label", f"{real_slug} (real)")
     committed = read_json(committed_results_path(real_slug, scale=REAL_SCALE))
-    table = markdown_table(
-        ["claim", "role", "measured", "committed", "passed", "committed passed"],
-        [
-            [c["name"], c["role"], f"{c['measured']:.4g}", f"{k['measured']:.4g}"]
-            + [c["passed"], k["passed"]]
-            for c, k in zip(record["claims"], committed["claims"], strict=True)
-        ],
-    )
+    committed_by_name = {c["name"]: c for c in committed["claims"]}
+    table = verdict_table(record["claims"], beside=committed_by_name, beside_name="committed")
     assert [c["passed"] for c in record["claims"]] == [c["passed"] for c in committed["claims"]], (
         f"{real_slug}: real-data verdicts moved:\n{table}"
     )

@@ -54,6 +54,34 @@ def _code_columns(html: str) -> str:
     return "".join(re.findall(r"<pre>(.*?)</pre>", html, re.S))
 
 
+def test_claims_read_in_the_shared_verdict_words_and_colours(site):
+    """Issue 52: the site prints the words of reproduce.py and the README, coloured by their
+    tone (a control that fails as it must is good news, a diagnostic is neither)."""
+    claim = {"name": "c", "role": "claim", "statement": "s", "measured": 0.5, "threshold": 1.0}
+    toy = {
+        "claims": [
+            {**claim, "holds": True, "passed": True},
+            {**claim, "name": "n", "role": "negative_control", "holds": False, "passed": True},
+            {**claim, "name": "d", "role": "diagnostic", "holds": False, "passed": True},
+        ]
+    }
+    rows = site.claims_rows(toy, None)
+    assert [row[5] for row in rows] == ["PASS", "fails, as a control must", "info: does not hold"]
+    assert [row[7] for row in rows] == ["not run"] * 3
+    assert site.seeds_verdict(toy) == {"words": "1 PASS", "tone": "ok"}
+    broken = {"claims": [{**toy["claims"][1], "holds": True, "passed": False}]}
+    assert site.seeds_verdict(broken) == {
+        "words": "no claim evaluated · control broken",
+        "tone": "bad",
+    }
+    builder = site.SiteBuilder(Path("/nonexistent"))  # its template environment; writes nothing
+    cell = builder.env.from_string('<td class="verdict {{ w | tone }}">{{ w }}</td>')
+    assert cell.render(w="fails, as a control must") == (
+        '<td class="verdict ok">fails, as a control must</td>'
+    )
+    assert 'class="verdict info"' in cell.render(w="info: does not hold")
+
+
 def test_split_source_puts_notes_beside_their_code(site):
     source = site.split_source(SOURCE, "demo.py")
     notes = [s.note for s in source.sections]

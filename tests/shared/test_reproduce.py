@@ -1,5 +1,7 @@
 """scripts/reproduce.py: the held-out seed set, the results files it writes (from committed
-code only, recording the commit and the float path), and ``--check`` against them."""
+code only, recording the commit and the float path), ``--check`` against them, and the exit
+status of each mode (issue 52: ``--check`` answers "do the numbers reproduce", not "do the
+claims hold")."""
 
 from __future__ import annotations
 
@@ -17,6 +19,11 @@ from tests.helpers import PAPERS
 
 METRICS = {"adamcb": {"final_train_ce": {"mean": 1.0, "std": 0.0, "n_defined": 1,
                                          "per_seed": {"0": 0.25}}}}  # fmt: skip
+CLAIM = {"name": "c", "role": "claim", "statement": "s", "measured": 1.0, "threshold": 1.0,
+         "holds": True, "passed": True}  # fmt: skip
+FAILING = {**CLAIM, "name": "f", "measured": 2.0, "holds": False, "passed": False}
+CONTROL_FAILS = {**CLAIM, "name": "n", "role": "negative_control", "holds": False}
+DIAGNOSTIC_DOES_NOT_HOLD = {**CLAIM, "name": "d", "role": "diagnostic", "holds": False}
 
 
 @pytest.fixture
@@ -35,12 +42,11 @@ def reproduce(monkeypatch, tmp_path):
         calls.append(seeds)
         claims = paper_modules(slug)[1]
         (out_dir / (claims.REAL_PLOT if scale == "real" else claims.PLOT)).write_bytes(b"png")
-        claim = {"name": "c", "role": "claim", "measured": 1.0, "threshold": 1.0, "passed": True}
         return {
             "assets": [{"name": "stand-in"}] if scale == "real" else None,
             "scale": scale or "toy",
             "seeds": seeds,
-            "claims": [claim],
+            "claims": list(module.claims_out),
             "metrics": METRICS,
             "git_commit": "abc-dirty",
             "float_path": {"mode": "pinned", "holds": True},
@@ -52,6 +58,7 @@ def reproduce(monkeypatch, tmp_path):
 
     monkeypatch.setattr(module, "check_claims", fake_check_claims)
     module.calls = calls
+    module.claims_out = [CLAIM]  # what the fake run's claims measure; a test may change it
     return module
 
 
@@ -84,16 +91,15 @@ def test_scale_real_writes_real_json_with_its_assets(reproduce, tmp_path):
     assert written["command"].endswith("--scale real")
     assert (results / "real.png").read_bytes() == b"png"
     assert not (results / "toy.json").exists()
-    with pytest.raises(SystemExit, match="no held-out seed set"):
-        reproduce.main(["--paper", slug, "--scale", "real", "--heldout"])
+    assert reproduce.main(["--paper", slug, "--scale", "real", "--heldout"]) == 2  # refused
     without = next(p for p in PAPERS if p not in real_papers())
     with pytest.raises(SystemExit):  # argparse: not a paper with a real rung
         reproduce.main(["--paper", without, "--scale", "real"])
 
 
-def test_heldout_refuses_explicit_seeds(reproduce):
-    with pytest.raises(SystemExit, match="HELDOUT_SEEDS"):
-        reproduce.main(["--paper", "adamcb", "--heldout", "--seeds", "1"])
+def test_heldout_refuses_explicit_seeds(reproduce, capsys):
+    assert reproduce.main(["--paper", "adamcb", "--heldout", "--seeds", "1"]) == 2
+    assert "HELDOUT_SEEDS" in capsys.readouterr().err
 
 
 def test_check_names_each_metric_that_differs_from_the_committed_file(reproduce, tmp_path, capsys):
@@ -109,6 +115,66 @@ def test_check_names_each_metric_that_differs_from_the_committed_file(reproduce,
     assert (
         "adamcb/final_train_ce seed 0: HEAD computes 0.25, the committed file says 0.2500001" in out
     )
+
+
+ADAMCB_SEED_0 = ["--paper", "adamcb", "--seeds", "0", "--no-progress"]
+
+
+def test_check_exits_0_when_the_numbers_reproduce_though_a_claim_fails(reproduce, capsys):
+    """Issue 52: a failing claim (a real claim's finding) is not a defect of the numbers."""
+    reproduce.claims_out = [CLAIM, FAILING, CONTROL_FAILS, DIAGNOSTIC_DOES_NOT_HOLD]
+    assert reproduce.main([*ADAMCB_SEED_0, "--write"]) == 0  # written, failing claim included
+    assert reproduce.main([*ADAMCB_SEED_0, "--check"]) == 0
+    out = capsys.readouterr().out
+    for word in ("PASS", "FAIL", "fails, as a control must", "info: does not hold"):
+        assert f"| {word} " in out, word
+    assert "True" not in out and "False" not in out  # the record's bare `passed` is not shown
+    assert "| adamcb | 1 PASS, 1 FAIL | reproduce" in out  # the per-paper line: both answers
+
+
+def test_check_exits_1_when_a_number_differs_though_every_claim_passes(reproduce, tmp_path, capsys):
+    assert reproduce.main([*ADAMCB_SEED_0, "--write"]) == 0
+    path = tmp_path / "papers" / "adamcb" / "results" / "toy.json"
+    path.write_text(path.read_text().replace("0.25", "0.26"))
+    assert reproduce.main([*ADAMCB_SEED_0, "--check"]) == 1
+    assert "| adamcb | 1 PASS     | 1 differ" in capsys.readouterr().out
+    path.unlink()  # a missing committed file is a difference too
+    assert reproduce.main([*ADAMCB_SEED_0, "--check"]) == 1
+    assert "| adamcb | 1 PASS     | no committed file" in capsys.readouterr().out
+
+
+def test_check_on_a_file_from_the_other_cpu_vendor_compares_no_number_and_exits_0(
+    reproduce, tmp_path, monkeypatch, capsys
+):
+    assert reproduce.main([*ADAMCB_SEED_0, "--write"]) == 0
+    path = tmp_path / "papers" / "adamcb" / "results" / "toy.json"
+    other = json.loads(path.read_text())
+    other["metrics"]["adamcb"]["final_train_ce"]["per_seed"]["0"] = 0.26
+    other["float_path"]["cpu_vendor"] = "AuthenticAMD"
+    path.write_text(json.dumps(other))
+    monkeypatch.setattr(shared.entry.floatpath, "cpu_vendor", lambda: "GenuineIntel")
+    assert reproduce.main([*ADAMCB_SEED_0, "--check"]) == 0
+    assert "not compared (made on another CPU vendor)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("claims", "status"),
+    [
+        ([CLAIM, CONTROL_FAILS, DIAGNOSTIC_DOES_NOT_HOLD], 0),  # a diagnostic never gates
+        ([CLAIM, FAILING], 1),
+        ([CLAIM, {**CONTROL_FAILS, "holds": True, "passed": False}], 1),  # control broken
+    ],
+    ids=["claims-hold", "a-claim-fails", "a-control-holds"],
+)
+def test_a_plain_run_exits_1_only_when_a_claim_fails_or_a_control_holds(reproduce, claims, status):
+    reproduce.claims_out = claims
+    assert reproduce.main(ADAMCB_SEED_0) == status
+
+
+def test_a_run_that_stops_with_an_error_exits_2_with_its_traceback(reproduce, capsys):
+    reproduce.claims_out = [{"name": "broken record"}]  # no role: the verdict table raises
+    assert reproduce.main([*ADAMCB_SEED_0, "--check"]) == 2
+    assert "Traceback" in capsys.readouterr().err
 
 
 def test_write_refuses_a_tree_whose_code_differs_from_head(tmp_path, monkeypatch):

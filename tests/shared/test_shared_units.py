@@ -76,7 +76,8 @@ def test_a_negative_control_reads_as_one_not_as_a_claim_that_held():
         assert claim_label(name, "negative_control").count("control:") == 1
     assert claim_label("ours beats base", "claim") == "ours beats base"
     fails = RatioAtMost("loss", "base", "ours", 0.95)
-    table = verdict_table(evaluate([Claim("n", fails, role="negative_control")], RESULTS))
+    verdicts = evaluate([Claim("n", fails, role="negative_control")], RESULTS)
+    table = verdict_table([v.as_dict() for v in verdicts])
     assert "| control: n " in table and "fails, as a control must" in table
 
 
