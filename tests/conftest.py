@@ -1,5 +1,6 @@
 """Test-wide setup: offline hubs, quiet progress bars, the list of papers, one BLAS/torch
-thread per xdist worker, and the claim-time table printed at the end of the run."""
+thread per xdist worker, the CPU unit the claim budgets count in, and the claim-time table
+printed at the end of the run."""
 
 from __future__ import annotations
 
@@ -25,6 +26,14 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 from shared.config import REPO_ROOT  # noqa: E402
 from shared.tables import markdown_table  # noqa: E402
+from tests.cpu_units import (  # noqa: E402
+    CALIBRATION,
+    CLAIM_TIME_HEADER,
+    REFERENCE_REPEATS,
+    CpuUnit,
+    claim_time_rows,
+    measure_unit,
+)
 from tests.helpers import PAPERS, run_cli, run_smoke  # noqa: E402
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -98,6 +107,15 @@ def _build_site(folder: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.fixture(scope="session")
+def cpu_unit() -> CpuUnit:
+    """The CPU unit of the claim budgets on this machine now: the reference workload of
+    ``tests/cpu_units.py``, measured once per test process when its first claim check starts
+    (the claims run first, so under pytest-xdist every worker measures it at the same time, on
+    the same busy machine its claims then run on)."""
+    return measure_unit()
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     """One torch intra-op thread for a module of tiny-tensor tests: faster, and far faster on a
@@ -123,12 +141,12 @@ def smollm2():
 
 
 # ------------------------------------------------------------ claim-time table (all workers)
-_CLAIM_TIMES: list[tuple[str, str, float, float, float]] = []
+_CLAIM_TIMES: list[tuple[str, str, float, float, float, float, float]] = []
 
 
 def pytest_runtest_logreport(report):
-    """Collect the CPU and wall seconds each claim test recorded (xdist forwards every
-    worker's reports, with their user properties, to the controller)."""
+    """Collect the CPU seconds, wall seconds and units each claim test recorded (xdist forwards
+    every worker's reports, with their user properties, to the controller)."""
     if report.when != "call":
         return
     props = dict(report.user_properties)
@@ -139,7 +157,9 @@ def pytest_runtest_logreport(report):
                 report.outcome,
                 props["claim_cpu_s"],
                 props["claim_wall_s"],
-                props["claim_budget_s"],
+                props["claim_units"],
+                props["claim_budget_units"],
+                props["claim_reference_s"],
             )
         )
 
@@ -147,14 +167,12 @@ def pytest_runtest_logreport(report):
 def pytest_terminal_summary(terminalreporter):
     if not _CLAIM_TIMES:
         return
-    rows = [
-        [slug, outcome, f"{cpu:.0f}", f"{wall:.0f}", f"{budget:.0f}"]
-        for slug, outcome, cpu, wall, budget in sorted(_CLAIM_TIMES)
-    ]
-    terminalreporter.write_sep("=", "claim times (CPU s: this process and its children)")
-    # CPU seconds depend on the machine: name it beside the table
+    terminalreporter.write_sep("=", "claim times (CPU s: this process and its children; units)")
+    # CPU seconds depend on the machine and its load, units much less: name both beside the table
     terminalreporter.write_line(
-        f"CPU: {floatpath.cpu_model()} ({floatpath.cpu_vendor()}), {os.cpu_count()} cores"
+        f"CPU: {floatpath.cpu_model()} ({floatpath.cpu_vendor()}), {os.cpu_count()} cores; "
+        f"one unit = the reference workload of tests/cpu_units.py (fastest of "
+        f"{REFERENCE_REPEATS} runs in each test process), {CALIBRATION.reference_s:.2f} CPU s "
+        f"on the calibration machine ({CALIBRATION.machine})"
     )
-    header = ["paper", "outcome", "CPU s", "wall s", "CPU budget s"]
-    terminalreporter.write_line(markdown_table(header, rows))
+    terminalreporter.write_line(markdown_table(CLAIM_TIME_HEADER, claim_time_rows(_CLAIM_TIMES)))

@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 
 from shared.config import CONFIG_DIR, PAPERS_DIR, SCALES, compose, compose_dict
 from shared.entry import reproduce_only
+from tests.cpu_units import CLAIM_CEILING_UNITS
 from tests.helpers import PAPERS
 
 PAPER_FILES = ("README.md", "__init__.py", "config.py", "train.py", "claims.py", "data.py")
@@ -33,7 +34,7 @@ CLAIM_ATTRS = (
     "PRIMARY",
     "TABLE_METRICS",
     "LABELS",
-    "CPU_BUDGET_S",
+    "CPU_BUDGET_UNITS",
     "HELDOUT_SEEDS",
     "PLOT",
 )
@@ -77,7 +78,9 @@ def test_claims_module_declares_everything(slug):
     assert set(claims.CI_SEEDS) <= set(claims.SEEDS)
     assert len(claims.HELDOUT_SEEDS) == len(claims.SEEDS), "held-out set: as many seeds"
     assert not set(claims.HELDOUT_SEEDS) & set(claims.SEEDS), "held-out seeds must be unused"
-    assert 0 < claims.CPU_BUDGET_S <= 180, "CI's per-paper claim budget is 180 CPU seconds"
+    assert 0 < claims.CPU_BUDGET_UNITS <= CLAIM_CEILING_UNITS, (
+        f"a CI claim budget is at most {CLAIM_CEILING_UNITS:.0f} units (tests/cpu_units.py)"
+    )
     assert any(c.role == "claim" for c in claims.CLAIMS)
     optional = reproduce_only(claims)
     claim_names = {c.name for c in claims.CLAIMS if c.role == "claim"}

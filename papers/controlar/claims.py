@@ -36,7 +36,7 @@ REPRODUCE_ONLY = {
 PRIMARY = ("cond", "f1")
 PLOT = "samples.png"  # the run's main figure, saved as results/toy.png
 TABLE_METRICS = ["f1", "nll", "seq_len", "cache_len", "step_ms", "sample_ms"]
-CPU_BUDGET_S = 180.0
+CPU_BUDGET_UNITS = 120.0  # 180 CPU s on the Intel CI machine (tests/cpu_units.py)
 # CI compares every other metric with results/toy.json bit for bit; times are the machine's.
 _WALL_CLOCK = Tolerance(reason="wall-clock milliseconds: no two runs repeat them", compare=False)
 METRIC_TOLERANCES = {"step_ms": _WALL_CLOCK, "sample_ms": _WALL_CLOCK}

@@ -235,7 +235,7 @@ def test_real_run_records_graphs_and_trust(hs_file, tmp_path):
 
 
 def test_real_claims_are_declared():
-    assert claims.REAL_CI and claims.REAL_CPU_BUDGET_S <= 120
+    assert claims.REAL_CI and claims.REAL_CPU_BUDGET_UNITS <= 80
     assert {c.role for c in claims.REAL_CLAIMS} == {"claim", "negative_control", "diagnostic"}
     needed = {m for c in claims.REAL_CLAIMS for m in c.comparator.methods_needed()}
     assert {m.split("/")[1] for m in needed} <= {*claims.REAL_METHODS, "data"}
