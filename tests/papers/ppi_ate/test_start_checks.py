@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from papers.ppi_ate.train import data_preflight
 from shared.config import ConfigError, compose
 from tests.helpers import refused_at_start, require_assets
 
@@ -29,6 +30,7 @@ def test_hiv_n_d1_past_the_experiment_is_refused_at_start(tmp_path):
     require_assets("causaldata")  # D1's bound is the usable units of the real file
     message = refused_at_start("ppi_ate", "real", ["settings.hiv.n_d1=3000"], tmp_path / "run")
     assert "settings.hiv.n_d1=3000: must lie in [1, 2812]" in message
+    assert data_preflight(compose("ppi_ate", "real")) == []  # the committed rung passes
 
 
 def test_a_real_setting_without_its_asset_is_refused_at_start_naming_its_key(tmp_path, monkeypatch):
