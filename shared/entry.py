@@ -81,26 +81,7 @@ def execute(
     check_float_path(cfg.runtime.float_path)
     train, claims = paper_modules(slug)
     real_assets = tuple(getattr(train, "REAL_ASSETS", ())) if cfg.scale == REAL_SCALE else ()
-    # Optional packages a chosen method needs (train.OPTIONAL_PACKAGES: method -> {module:
-    # how to install it}), at every scale: refused before any work, not when the method starts.
-    optional = getattr(train, "OPTIONAL_PACKAGES", {})
-    preflight.check(
-        slug,
-        [
-            f"method {method!r}: {problem}"
-            for method in cfg.methods
-            for problem in preflight.missing_packages(optional.get(method, {}))
-        ],
-        cfg.scale,
-    )
-    if cfg.scale in ("paper", REAL_SCALE):  # before any work or folder is made
-        problems = assets.missing(real_assets)
-        # paper scale: train.preflight (data.root, optional packages); the real rung may add
-        # checks of its own (train.real_preflight) beside its assets'
-        check = getattr(train, "real_preflight" if cfg.scale == REAL_SCALE else "preflight", None)
-        if check is not None:
-            problems += check(cfg)
-        preflight.check(slug, problems, cfg.scale)
+    run_preflight(slug, cfg)
     out_dir = Path(out_dir)
     resolved = to_container(cfg_dict)
     state = process_state(cfg.runtime)
@@ -150,6 +131,41 @@ def execute(
         print(f"\nrun folder: {out_dir}")
     shutdown_process_group()  # under torchrun: tear gloo down before the interpreter exits
     return record
+
+
+def run_preflight(slug: str, cfg: Any) -> None:
+    """Every check of what a run reads (optional packages, data, assets, committed files),
+    raising :class:`shared.preflight.PreflightError` with all problems on one line, before any
+    work or run folder: :func:`execute` calls it first; a command line may call it before
+    Hydra makes its folder."""
+    train, _ = paper_modules(slug)
+    real_assets = tuple(getattr(train, "REAL_ASSETS", ())) if cfg.scale == REAL_SCALE else ()
+    # Optional packages a chosen method needs (train.OPTIONAL_PACKAGES: method -> {module:
+    # how to install it}), at every scale: refused before any work, not when the method starts.
+    optional = getattr(train, "OPTIONAL_PACKAGES", {})
+    preflight.check(
+        slug,
+        [
+            f"method {method!r}: {problem}"
+            for method in cfg.methods
+            for problem in preflight.missing_packages(optional.get(method, {}))
+        ],
+        cfg.scale,
+    )
+    if cfg.scale in ("paper", REAL_SCALE):  # before any work or folder is made
+        problems = assets.missing(real_assets)
+        # paper scale: train.preflight (data.root, optional packages); the real rung may add
+        # checks of its own (train.real_preflight) beside its assets'
+        check = getattr(train, "real_preflight" if cfg.scale == REAL_SCALE else "preflight", None)
+        if check is not None:
+            problems += check(cfg)
+        preflight.check(slug, problems, cfg.scale)
+    # Every scale: the config against the data, assets and committed files that its enabled
+    # parts read (train.data_preflight), once, before the first run: a key that only the data
+    # can refuse (a covariate's name, a split too small) stops here, not replications later.
+    data_check = getattr(train, "data_preflight", None)
+    if data_check is not None:
+        preflight.check(slug, data_check(cfg), cfg.scale)
 
 
 def _cpu_seconds() -> float:

@@ -134,3 +134,20 @@ def require_assets(*names: str) -> dict[str, dict[str, Path]]:
             f"`{assets.FETCH_COMMAND} {' '.join(absent)}` to run this test"
         )
     return {name: assets.require(name) for name in names}
+
+
+def refused_at_start(slug: str, scale: str, overrides: list[str], out_dir: Path) -> str:
+    """Run the train entry point's pipeline (``shared.entry.execute``) on ``overrides`` and
+    return its one-line refusal, checking that it came before the run folder was made (a
+    config error, or a preflight problem from the data, an asset or a committed file)."""
+    import pytest
+
+    from shared.config import compose_dict
+    from shared.entry import execute
+
+    with pytest.raises((ValueError, SystemExit)) as refusal:
+        execute(slug, compose_dict(slug, scale, [*overrides, "runtime.progress=false"]), out_dir)
+    message = str(refusal.value)
+    assert "\n" not in message, message
+    assert not Path(out_dir).exists(), f"{out_dir} was made before the refusal"
+    return message

@@ -21,6 +21,8 @@ REFINE_METRICS = ("modularity", "conductance")  # the "M" variant's graph metric
 GLOBAL_POSITIONS = ("one_angle", "true")  # memory.LayerMemory's two position schemes
 DTYPES = ("float32", "bfloat16", "float16")  # the keys of model.DTYPES (a test checks them)
 MIN_PASSKEY_TOKENS = 64  # real.py's check_real: shortest real pass-key document
+# data.py's record stream: PAD, BOS, QRY, SEP and PK, then the key, pass-key and filler tokens
+SPECIAL_TOKENS = 5
 
 
 @dataclass
@@ -105,6 +107,10 @@ class StreamConfig:
     train_max_records: int = checked(6, ge=1)
     test_records: int = checked(40, ge=1)
     test_seed_offset: int = checked(777, ge=0)  # test documents come from random.Random(777 + seed)
+
+    def vocabulary_size(self) -> int:
+        """Tokens of the record stream: the special ones, then keys, pass keys and fillers."""
+        return SPECIAL_TOKENS + self.n_keys + self.n_passkeys + self.n_fillers
 
 
 @dataclass
@@ -219,6 +225,17 @@ class Config(ExperimentConfig):
                 "memory.refine_from_layer",
                 m.refine_from_layer,
                 f"must be < model.num_hidden_layers ({layers}): the toy LM's layers",
+            )
+        # the toy LM trained on the record stream embeds exactly its tokens (train.train_lm)
+        if self.model.path is None and self.scale in ("smoke", "toy"):
+            tokens = s.vocabulary_size()
+            require(
+                self.model.vocab_size == tokens,
+                "stream.n_keys",
+                s.n_keys,
+                f"with stream.n_passkeys ({s.n_passkeys}), stream.n_fillers ({s.n_fillers}) "
+                f"and {SPECIAL_TOKENS} special tokens the record stream has {tokens} tokens, but "
+                f"model.vocab_size={self.model.vocab_size}: set model.vocab_size={tokens}",
             )
         # -1 means all / unlimited; 0 would read nothing (NaN scores, no segmentation)
         nothing = "0 reads nothing (-1: unlimited)"

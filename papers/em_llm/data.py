@@ -17,14 +17,10 @@ from pathlib import Path
 
 import torch
 
-from papers.em_llm.config import StreamConfig
+from papers.em_llm.config import SPECIAL_TOKENS, StreamConfig
 
-PAD, BOS, QRY, SEP, PK = 0, 1, 2, 3, 4
-FIRST_KEY = 5
-
-
-def vocabulary_size(cfg: StreamConfig) -> int:
-    return FIRST_KEY + cfg.n_keys + cfg.n_passkeys + cfg.n_fillers
+PAD, BOS, QRY, SEP, PK = range(SPECIAL_TOKENS)
+FIRST_KEY = SPECIAL_TOKENS
 
 
 @dataclass

@@ -36,7 +36,6 @@ from papers.em_llm.data import (
     training_batch,
     training_labels,
     truncate_middle,
-    vocabulary_size,
 )
 from papers.em_llm.method import (
     boundary_f1,
@@ -136,11 +135,6 @@ def train_lm(cfg: Config, seed: int, run_dir: Path, accelerator, logger):
     )
     if key in _TRAINED:  # hand the finished checkpoint to the loop, which resumes at the end
         checkpoint.save_checkpoint(_TRAINED[key], Path(run_dir) / CHECKPOINT_NAME)
-    if cfg.model.vocab_size != vocabulary_size(cfg.stream):
-        raise ValueError(
-            f"model.vocab_size={cfg.model.vocab_size} but the record stream uses "
-            f"{vocabulary_size(cfg.stream)} tokens"
-        )
     seed_everything(seed)
     model = build_toy_model(cfg.model)
     t = cfg.train

@@ -108,7 +108,21 @@ class World:
         return PackedGraphs(self.downstream_graphs)
 
 
+# The last world loaded, by its data section: data_preflight loads the toy's world to check its
+# splits, and run() reuses it instead of featurising the molecules a second time.
+_LOADED_WORLD: dict[str, World] = {}
+
+
 def load_world(cfg: Config) -> World:
+    """The world of ``cfg.data``, loaded once for the preflight and the run (``build_world``)."""
+    key = repr(cfg.data)
+    if key not in _LOADED_WORLD:
+        _LOADED_WORLD.clear()  # one world at a time: a process may run several configs
+        _LOADED_WORLD[key] = build_world(cfg)
+    return _LOADED_WORLD[key]
+
+
+def build_world(cfg: Config) -> World:
     """Toy: NCI molecules, hidden biology and scaffold splits (brief Sec. 5); paper: the
     official pre-training folder and one downstream assay table (brief Sec. 6)."""
     d = cfg.data
@@ -514,6 +528,43 @@ def preflight(cfg: Config) -> list[str]:
         absent = [f for f in D.CONTEXT_FILES.values() if not (Path(d.root) / f).is_file()]
         if absent:
             problems.append(f"data.root={d.root} lacks {', '.join(absent)}")
+    return problems
+
+
+def unscorable_splits(world: World) -> list[str]:
+    """The downstream splits the probe cannot score: ``task_metric`` averages the ROC-AUC of the
+    tasks with both classes among a split's labelled molecules, so a split without one has no
+    metric (a one-molecule split also broke its indexing)."""
+    unscorable = []
+    for part, rows in world.splits.items():
+        labels = world.labels[rows]  # (n, n_tasks), NaN = unlabelled
+        if not any(len(np.unique(task[np.isfinite(task)])) == 2 for task in labels.T):
+            unscorable.append(f"{part} ({len(rows)} molecule(s))")
+    return unscorable
+
+
+def data_preflight(cfg: Config) -> list[str]:
+    """Every scale, before any pre-training: the toy's molecules are loaded and split once
+    (``load_world``, reused by the run), and a data section that leaves the context set empty
+    or a downstream split unscorable is refused naming the keys that size them."""
+    d = cfg.data
+    if d.source != "toy":  # paper scale: preflight() names the official files it lacks
+        return []
+    world = load_world(cfg)
+    sizes = (
+        f"with data.context_fraction={d.context_fraction} and data.downstream_fractions="
+        f"{d.downstream_fractions}; keep more molecules or change the fractions"
+    )
+    problems = []
+    if not world.context_graphs:
+        problems.append(f"data.max_molecules={d.max_molecules} leaves no context molecule {sizes}")
+    unscorable = unscorable_splits(world)
+    if unscorable:
+        problems.append(
+            f"data.max_molecules={d.max_molecules} ({len(world.downstream_graphs)} downstream "
+            f"molecules) leaves no task with both classes in the downstream split(s) "
+            f"{', '.join(unscorable)}, whose ROC-AUC is then undefined, {sizes}"
+        )
     return problems
 
 

@@ -128,7 +128,13 @@ class Config(ExperimentConfig):
         for key in ("rgb_mean", "rgb_std"):  # one per RGB channel
             value = getattr(m, key)
             require(len(value) == 3, f"model.{key}", value, "must hold 3 entries (R, G, B)")
-        if m.backbone == "toy_cnn":  # one stride per conv block
+        if m.backbone == "toy_cnn":  # one stride per conv block, the last block's width out
+            require(
+                bool(m.toy_channels),
+                "model.toy_channels",
+                m.toy_channels,
+                "name at least one conv block's width (the prototypes read the last one)",
+            )
             require(
                 len(m.toy_strides) == len(m.toy_channels),
                 "model.toy_strides",

@@ -13,8 +13,30 @@ CATE_LEARNERS = ("t_learner", "dr_learner")
 GENERATORS = ("closed_form", "gp", "real")
 REAL = "real"
 D1_DESIGNS = ("rct", "observational")
-# data.REAL_DATASETS' names (data.py imports this module, not the reverse); "" = none
-REAL_DATASET_NAMES = ("black_politicians", "thornton_hiv", "nsw_cps")
+# data.REAL_DATASETS' covariates, in their column order (data.py imports this module, not the
+# reverse): a setting's hidden_covariate is checked against them before any data is read
+REAL_COVARIATES = {
+    # Butler & Broockman (2011): e-mails to 5,593 U.S. state legislators
+    "black_politicians": (
+        "leg_black",
+        "totalpop",
+        "medianhhincom",
+        "black_medianhh",
+        "white_medianhh",
+        "blackpercent",
+        "statessquireindex",
+        "nonblacknonwhite",
+        "urbanpercent",
+        "leg_senator",
+        "leg_democrat",
+        "south",
+    ),
+    # Thornton (2008): HIV-result incentives in Malawi
+    "thornton_hiv": ("age", "distvct", "hiv2004"),
+    # LaLonde (1986) via Dehejia & Wahba: NSW and the CPS comparison group
+    "nsw_cps": ("age", "educ", "black", "hisp", "marr", "nodegree", "re74", "re75"),
+}
+REAL_DATASET_NAMES = tuple(REAL_COVARIATES)  # real_dataset's choices ("" = none)
 AIPW_VARIANTS = ("correct", "official_code")  # method.py imports it
 # method.split_d2: D2 is cut into a training and an evaluation half of at least two rows each
 MIN_D2_ROWS = 4
@@ -139,6 +161,16 @@ class Config(ExperimentConfig):
                 setting.real_dataset,
                 f"generator=real needs one of {', '.join(REAL_DATASET_NAMES)}",
             )
+            # data.real_draw hides this covariate from D2 and selects D2's treatment on it
+            if real and setting.hidden_covariate:
+                covariates = REAL_COVARIATES.get(setting.real_dataset, ())
+                require(
+                    setting.hidden_covariate in covariates,
+                    f"{key}.hidden_covariate",
+                    setting.hidden_covariate,
+                    f"choose a covariate of {setting.real_dataset} ({', '.join(covariates)}) "
+                    "or '' (none)",
+                )
             # D2's CATE model trains on one half and is measured on the other (method.split_d2);
             # real: n_d2 = 0 keeps every unit the selection keeps
             require(

@@ -19,7 +19,7 @@ from scipy.interpolate import RectBivariateSpline
 from scipy.special import expit
 from scipy.stats import rankdata
 
-from papers.ppi_ate.config import SettingConfig
+from papers.ppi_ate.config import MIN_D2_ROWS, REAL_COVARIATES, SettingConfig
 
 
 def independent_streams(rng: np.random.Generator, n: int) -> list[np.random.Generator]:
@@ -210,20 +210,7 @@ REAL_DATASETS = {
         (5593,),
         "treat_out",
         "responded",
-        (
-            "leg_black",
-            "totalpop",
-            "medianhhincom",
-            "black_medianhh",
-            "white_medianhh",
-            "blackpercent",
-            "statessquireindex",
-            "nonblacknonwhite",
-            "urbanpercent",
-            "leg_senator",
-            "leg_democrat",
-            "south",
-        ),
+        REAL_COVARIATES["black_politicians"],
     ),
     # Thornton (2008): randomised cash incentives to learn one's HIV result in Malawi;
     # treatment: any incentive; outcome: got the result. Rows with the outcome, treatment
@@ -233,7 +220,7 @@ REAL_DATASETS = {
         (4820,),
         "any",
         "got",
-        ("age", "distvct", "hiv2004"),
+        REAL_COVARIATES["thornton_hiv"],
     ),
     # LaLonde (1986) via Dehejia & Wahba: the NSW job-training experiment (445 men) is D1;
     # D2 = the CPS comparison group (15,992 non-participants) plus NSW's treated men.
@@ -242,7 +229,7 @@ REAL_DATASETS = {
         (445, 15992),
         "treat",
         "re78",
-        ("age", "educ", "black", "hisp", "marr", "nodegree", "re74", "re75"),
+        REAL_COVARIATES["nsw_cps"],
     ),
 }
 
@@ -343,6 +330,22 @@ def load_real(name: str, files: dict[str, Path] | None = None) -> RealData:
     return RealData(name, spec.covariates, experiment, external, difference_in_means(a, y))
 
 
+def n_d1_problem(n_d1: int, data: RealData) -> str:
+    """Why D1 cannot take ``n_d1`` units of ``data`` ('' when it can). An experiment split into
+    D1 and a pool leaves the pool at least ``MIN_D2_ROWS`` units (D2's two halves of two);
+    nsw_cps: D1 is the NSW experiment, all of it (0) or ``n_d1`` of its units."""
+    m = len(data.experiment.y)
+    if data.external is None:
+        if not 0 < n_d1 <= m - MIN_D2_ROWS:
+            return (
+                f"must lie in [1, {m - MIN_D2_ROWS}]: {data.name} has {m} usable units and "
+                f"D2's pool needs {MIN_D2_ROWS}"
+            )
+    elif not 0 <= n_d1 <= m:
+        return f"must lie in [0, {m}]: {data.name}'s experiment has {m} units (0: all)"
+    return ""
+
+
 def rank_to_unit(w: np.ndarray) -> np.ndarray:
     r"""W's mid-ranks mapped onto (-1, 1): $u = 2(\mathrm{rank} - \tfrac12)/M - 1$, the
     real-data stand-in for the toy's hidden $U \sim U[-1, 1]$ (ties share their mean rank)."""
@@ -403,9 +406,10 @@ def real_draw(
     shared = np.array([j for j, c in enumerate(names) if c != hidden])  # D2's covariates
     exp = data.experiment
     m = len(exp.y)
+    problem = n_d1_problem(setting.n_d1, data)
+    if problem:
+        raise ValueError(f"{data.name}: n_d1={setting.n_d1} {problem}")
     if data.external is None:
-        if not 0 < setting.n_d1 < m - 3:
-            raise ValueError(f"{data.name}: n_d1 must lie in (0, {m - 3}), got {setting.n_d1}")
         order = rng_d1.permutation(m)
         d1_rows, pool = order[: setting.n_d1], order[setting.n_d1 :]
         if hidden:
@@ -416,8 +420,6 @@ def real_draw(
             pool = pool[rng_keep.uniform(size=pool.size) < keep]
         d2 = _subset(exp, pool, shared)
     else:
-        if not 0 <= setting.n_d1 <= m:
-            raise ValueError(f"{data.name}: n_d1 must lie in [0, {m}] (0: all), got {setting.n_d1}")
         d1_rows = rng_d1.permutation(m)[: setting.n_d1] if setting.n_d1 else np.arange(m)
         treated = np.flatnonzero(exp.a == 1)
         d2 = Dataset(

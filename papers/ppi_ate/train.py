@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from papers.ppi_ate.claims import LABELS, REAL_LABELS
-from papers.ppi_ate.config import Config, SettingConfig
+from papers.ppi_ate.config import REAL, Config, SettingConfig
 from papers.ppi_ate.data import (
     REAL_ASSET,
     TOY_TRUE_ATE,
@@ -23,6 +23,7 @@ from papers.ppi_ate.data import (
     gp_draw,
     load_real,
     make_gp_world,
+    n_d1_problem,
     real_draw,
     toy_draw,
 )
@@ -40,6 +41,7 @@ from papers.ppi_ate.method import (
     t_learner,
 )
 from papers.ppi_ate.model import final_stage_factory, outcome_factory, propensity_factory
+from shared import assets
 from shared.entry import main
 from shared.experiment import RunOutput, check_names, enabled_settings, run_grid
 from shared.logger import MetricsLogger
@@ -50,6 +52,26 @@ from shared.replications import run_replications
 HAS_TRAINABLE_PARAMETERS = False  # a statistics paper: nothing is trained
 METHODS = ("aipw", "ppi", "d2_only", "ppi_fit_on_d1")
 REAL_ASSETS = (REAL_ASSET,)  # scale=real reads causaldata's files (shared/assets.py)
+
+
+def data_preflight(cfg: Config) -> list[str]:
+    """Every scale, before the first replication: each enabled real setting's experiment is
+    read once and the keys only its data can check (D1's size against its usable units) are
+    refused naming the full key, instead of after the settings before it have run. A missing
+    asset is named instead (scale=real has checked it already, through REAL_ASSETS)."""
+    real = {n: s for n, s in enabled_settings(cfg.settings).items() if s.generator == REAL}
+    if not real:
+        return []
+    absent = assets.missing(REAL_ASSETS)
+    if absent:
+        keys = ", ".join(f"settings.{name}.generator" for name in real)
+        return [f"{keys}={REAL} reads {REAL_ASSET}: {problem}" for problem in absent]
+    problems = []
+    for name, setting in real.items():
+        problem = n_d1_problem(setting.n_d1, load_real(setting.real_dataset))
+        if problem:
+            problems.append(f"settings.{name}.n_d1={setting.n_d1}: {problem}")
+    return problems
 
 
 def intervals(

@@ -19,9 +19,9 @@ from tqdm.auto import tqdm
 
 from papers.qnbo.claims import LABELS
 from papers.qnbo.config import TOYS, BudgetConfig, Config
-from papers.qnbo.data import DTYPE, make_hyper_cleaning, make_quadratic
+from papers.qnbo.data import DTYPE, FASHION_ASSET, make_hyper_cleaning, make_quadratic
 from papers.qnbo.method import AIDSettings, Bilevel, QNBOSettings, State, aid_step, qnbo_step
-from shared import checkpoint
+from shared import assets, checkpoint
 from shared.entry import main
 from shared.experiment import RunOutput, check_names, run_grid
 from shared.logger import MetricsLogger
@@ -32,7 +32,7 @@ from shared.records import Results, by_setting
 METHODS = ("qnbo", "qnbo_q0", "aid_bio", "amigo_cg")
 # The real rung (configs/qnbo/real.yaml): hyper-cleaning on Fashion-MNIST from Debian's
 # dataset-fashion-mnist (python scripts/fetch_assets.py); checked before any work.
-REAL_ASSETS = ("fashion_mnist",)
+REAL_ASSETS = (FASHION_ASSET,)
 
 
 def real_preflight(cfg: Config) -> list[str]:
@@ -42,6 +42,16 @@ def real_preflight(cfg: Config) -> list[str]:
     if "hyper_cleaning" not in cfg.toys:
         problems.append(f"the real rung runs the hyper_cleaning toy; toys={list(cfg.toys)}")
     return problems
+
+
+def data_preflight(cfg: Config) -> list[str]:
+    """Every scale: ``hyper_cleaning.source=fashion_mnist`` reads the Fashion-MNIST asset, so
+    a missing or corrupt file stops the run before any toy runs (the quadratic toy would run
+    first and the asset fail minutes later), naming the key that selected it."""
+    h = cfg.hyper_cleaning
+    if "hyper_cleaning" not in cfg.toys or h.source == "digits":  # scikit-learn's bundled set
+        return []
+    return [f"hyper_cleaning.source={h.source}: {p}" for p in assets.missing((FASHION_ASSET,))]
 
 
 def steppers(

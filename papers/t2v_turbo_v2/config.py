@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, checked, require, require_divides, require_multiple
+from shared.config import (
+    ExperimentConfig,
+    checked,
+    require,
+    require_choices,
+    require_divides,
+    require_multiple,
+)
 
 # data.kind: pixel sprites (the toy) or pre-computed latent records (paper scale, data.root)
 SPRITE_KINDS = ("sprites1d", "sprites2d")
@@ -13,13 +20,20 @@ PAPER_SCALE = "paper"  # the scale whose run is paper_scale.run_paper (train.run
 BETA_SCHEDULES = ("linear", "scaled_linear", "squaredcos_cap_v2")  # diffusers' DDIMScheduler
 POOLS = ("avg", "max")  # ClipClassifier's pooling
 LOSS_TYPES = ("huber", "l2")  # method.cd_loss
+# the toy's methods (train.py): the students; claim 4's check (cd_rm, and cd_rm_mg at motion_gs
+# = 0 and at the configured one, trained sanity_steps each from one seed; nothing is sampled);
+# teacher_ddim<k>, the teacher sampled with k DDIM steps for each k of eval.teacher_ddim_steps
+STUDENTS = ("cd", "cd_rm", "cd_rm_mg")
+GS0_CHECK = "gs0_check"
+TEACHER_PREFIX = "teacher_ddim"
 
 
 @dataclass
 class DataConfig:
     """1-D sprite videos (brief Sec. 5) or, at paper scale, pre-computed latent records."""
 
-    # sprites1d | sprites2d (selectable, not the default) | latents (paper scale)
+    # sprites1d | sprites2d (selectable, with models prepared for it: the committed ones are
+    # sprites1d's) | latents (paper scale)
     kind: str = checked("sprites1d", choices=DATA_KINDS)
     frames: int = checked(8, ge=2)  # T (the direction metric fits a slope over the frames)
     length: int = checked(32, ge=1)  # L pixels per frame (S for the 2-D variant)
@@ -209,6 +223,18 @@ class Config(ExperimentConfig):
             self.data.kind,
             f"choose one of {', '.join(SPRITE_KINDS)} (latents are the paper scale's)",
         )
+        # a teacher_ddim<k> method samples with k steps, one of eval.teacher_ddim_steps
+        steps = self.eval.teacher_ddim_steps
+        for name in self.methods:
+            k = name.removeprefix(TEACHER_PREFIX)
+            require(
+                not (name.startswith(TEACHER_PREFIX) and k.isdigit()) or int(k) in steps,
+                "eval.teacher_ddim_steps",
+                steps,
+                f"must list {k} for the method {name} (methods={self.methods})",
+            )
+        teachers = [f"{TEACHER_PREFIX}{k}" for k in steps]
+        require_choices("methods", self.methods, [*teachers, *STUDENTS, GS0_CHECK])
         # SpaceTimeUNet: sinusoidal features of width dims, GroupNorm(groups, width) and
         # width / heads channels per attention head
         require(n.width % 2 == 0, "net.width", n.width, "must be even")

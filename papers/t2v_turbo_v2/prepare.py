@@ -28,7 +28,7 @@ from papers.t2v_turbo_v2.data import config_split, vocab_size
 from papers.t2v_turbo_v2.method import NoiseSchedule
 from papers.t2v_turbo_v2.model import ClipClassifier, FrameClassifier, SpaceTimeUNet, TextEncoder
 from shared.checkpoint import load_checkpoint, save_checkpoint
-from shared.config import REPO_ROOT, compose
+from shared.config import REPO_ROOT, compose, lookup
 from shared.records import read_json, write_json
 
 ASSET_FILES = (
@@ -38,6 +38,23 @@ ASSET_FILES = (
     "eval_classifier.safetensors",
 )
 COMMAND = "python -m papers.t2v_turbo_v2.prepare"
+# The keys the asset models are built from (build_teacher, build_reward_models), recorded in
+# manifest.json: a run with another value would load weights made for another network (a size
+# mismatch deep in torch, or, for heads, groups and pooling, the same shapes computing
+# something else), so train.data_preflight refuses it before any work, naming the key.
+MODEL_KEYS = (
+    "data.kind",
+    "data.n_distractors",
+    "net.width",
+    "net.text_dim",
+    "net.heads",
+    "net.groups",
+    "net.cond_embed_dim",
+    "net.use_motion_cond",
+    "prepare.rm_width",
+    "prepare.eval_width",
+    "prepare.eval_pool",
+)
 
 
 def build_teacher(cfg: Config) -> tuple[SpaceTimeUNet, TextEncoder]:
@@ -249,6 +266,7 @@ def write_manifest(cfg: Config, summary: dict) -> Path:
     manifest = {
         "command": COMMAND,
         "files": {name: sha256(out / name) for name in ASSET_FILES},
+        "config": {key: lookup(cfg, key) for key in MODEL_KEYS},
         "summary": summary,
     }
     path = out / "manifest.json"
@@ -259,6 +277,30 @@ def write_manifest(cfg: Config, summary: dict) -> Path:
 def assets_manifest_files(cfg: Config) -> dict[str, str]:
     """sha256 of each asset file as recorded in ``manifest.json`` (checked by ``load_assets``)."""
     return read_json(_assets_dir(cfg) / "manifest.json")["files"]
+
+
+def model_key_problems(cfg: Config) -> list[str]:
+    """One line per key of ``MODEL_KEYS`` whose value differs from the one the models in
+    ``prepare.assets_dir`` were built with (``manifest.json``'s ``config``), naming the key,
+    the folder and how to build models for the value; a folder without a manifest is named."""
+    folder = _assets_dir(cfg)
+    manifest_path = folder / "manifest.json"
+    if not manifest_path.is_file():
+        where = f"prepare.assets_dir={cfg.prepare.assets_dir}"
+        return [f"{where} holds no {manifest_path.name}: run `{COMMAND}`"]
+    recorded = read_json(manifest_path).get("config", {})
+    problems = []
+    for key in MODEL_KEYS:
+        value = lookup(cfg, key)
+        if key not in recorded or recorded[key] != value:
+            built = f"{key}={recorded[key]}" if key in recorded else f"no recorded {key}"
+            problems.append(
+                f"{key}={value}: the toy models of prepare.assets_dir={cfg.prepare.assets_dir} "
+                f"were built with {built} ({manifest_path.name}); build models for it with "
+                f"`{COMMAND} {key}={value} prepare.assets_dir=<folder>` "
+                "and run with the same prepare.assets_dir"
+            )
+    return problems
 
 
 def load_assets(cfg: Config) -> dict[str, torch.nn.Module]:

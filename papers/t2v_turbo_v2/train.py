@@ -24,7 +24,13 @@ from scipy import linalg  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 
 from papers.t2v_turbo_v2 import method as M  # noqa: E402
-from papers.t2v_turbo_v2.config import Config  # noqa: E402
+from papers.t2v_turbo_v2.config import (  # noqa: E402
+    GS0_CHECK,
+    PAPER_SCALE,
+    STUDENTS,
+    TEACHER_PREFIX,
+    Config,
+)
 from papers.t2v_turbo_v2.data import (  # noqa: E402
     N_PROMPTS,
     centroid_direction,
@@ -35,24 +41,17 @@ from papers.t2v_turbo_v2.data import (  # noqa: E402
 from papers.t2v_turbo_v2.prepare import (  # noqa: E402
     assets_manifest_files,
     load_assets,
+    model_key_problems,
     video_rm_input,
 )
 from papers.t2v_turbo_v2.student import train_student  # noqa: E402
 from shared import checkpoint  # noqa: E402
 from shared.entry import main  # noqa: E402
-from shared.experiment import RunOutput, check_names, map_jobs, run_grid  # noqa: E402
+from shared.experiment import RunOutput, map_jobs, run_grid  # noqa: E402
 from shared.logger import MetricsLogger  # noqa: E402
 from shared.records import read_json, write_json  # noqa: E402
 
-STUDENTS = ("cd", "cd_rm", "cd_rm_mg")
-# Claim 4's check as its own (cheap) method: cd_rm, cd_rm_mg at motion_gs = 0 and at the
-# configured motion_gs, trained ``sanity_steps`` each from the same seed; nothing is sampled.
-GS0_CHECK = "gs0_check"
 PLOT_NAME = "samples.png"
-
-
-def teacher_methods(cfg: Config) -> list[str]:
-    return [f"teacher_ddim{k}" for k in cfg.eval.teacher_ddim_steps]
 
 
 def preflight(cfg: Config) -> list[str]:
@@ -62,23 +61,61 @@ def preflight(cfg: Config) -> list[str]:
     return paper_preflight(cfg)
 
 
+def data_preflight(cfg: Config) -> list[str]:
+    """The toy (paper scale: ``preflight``), before any work: the keys the committed models
+    were built from against their manifest (``prepare.model_key_problems``), and Algorithm 1's
+    record counts against the clips of the training set."""
+    if cfg.scale == PAPER_SCALE:
+        return []
+    problems = model_key_problems(cfg)
+    if any(m in (*STUDENTS, GS0_CHECK) for m in cfg.methods):
+        problems += record_count_problems(config_split(cfg.data, "train"), cfg)
+    return problems
+
+
 # ------------------------------------------------------------------ Algorithm 1 on the toy
+def record_clips(data, cfg: Config) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Algorithm 1's clips of the training set ``data``: the first ``preprocess.n_motion``
+    moving clips with a short caption, the first ``preprocess.n_other`` of the rest, and the
+    mask of the moving short-caption clips."""
+    p = cfg.preprocess
+    moving = (data.prompt % 3 != 2) & data.is_short
+    motion_idx = np.flatnonzero(moving)[: p.n_motion]
+    rest = np.setdiff1d(np.arange(len(data)), motion_idx)[: p.n_other]
+    return motion_idx, rest, moving
+
+
+def record_count_problems(data, cfg: Config) -> list[str]:
+    """A record count that the training set ``data`` cannot supply, naming its key."""
+    p, n_train = cfg.preprocess, cfg.data.n_train
+    motion_idx, rest, moving = record_clips(data, cfg)
+    problems = []
+    if len(motion_idx) < p.n_motion:
+        problems.append(
+            f"preprocess.n_motion={p.n_motion}: the training set (data.n_train={n_train}) holds "
+            f"{int(moving.sum())} moving clips with a short caption; ask for at most that many "
+            "or raise data.n_train"
+        )
+    if len(rest) < p.n_other:
+        problems.append(
+            f"preprocess.n_other={p.n_other}: the training set (data.n_train={n_train}) has "
+            f"{len(data) - len(motion_idx)} clips besides the {len(motion_idx)} motion ones; ask "
+            "for at most that many or raise data.n_train"
+        )
+    return problems
+
+
 def build_records(
     cfg: Config, models: dict, schedule: M.NoiseSchedule, grid: M.SolverGrid, progress: bool
 ) -> dict:
     """Run C: 1,000 motion clips (moving sprite, short caption, indices in the noisy half) and
     2,000 other clips (indices in the clean half), from the training set."""
-    d, p = cfg.data, cfg.preprocess
-    data = config_split(d, "train")
-    moving = (data.prompt % 3 != 2) & data.is_short
-    motion_idx = np.flatnonzero(moving)[: p.n_motion]
-    rest = np.setdiff1d(np.arange(len(data)), motion_idx)[: p.n_other]
-    if len(motion_idx) < p.n_motion or len(rest) < p.n_other:
-        raise ValueError(
-            f"preprocess asks for {p.n_motion} motion + {p.n_other} other clips; "
-            f"the training set has {len(data)} clips, {int(moving.sum())} of them moving with "
-            "a short caption (data.n_train)"
-        )
+    p = cfg.preprocess
+    data = config_split(cfg.data, "train")
+    problems = record_count_problems(data, cfg)  # refused at start (data_preflight)
+    if problems:
+        raise ValueError("; ".join(problems))
+    motion_idx, rest, _ = record_clips(data, cfg)
     order = np.concatenate([motion_idx, rest])
     is_motion = torch.from_numpy(
         np.concatenate([np.ones(len(motion_idx), bool), np.zeros(len(rest), bool)])
@@ -185,14 +222,14 @@ def sample_clips(
     for s in range(0, len(prompts), cfg.eval.batch):
         ctx = contexts[s : s + cfg.eval.batch]
         b = len(ctx)
-        if kind.startswith("teacher_ddim"):
+        if kind.startswith(TEACHER_PREFIX):
             clips = M.teacher_ddim_sample(
                 models["teacher"],
                 schedule,
                 (b, channels, cfg.data.frames, *shape),
                 ctx,
                 models["text"].empty(b),
-                int(kind.removeprefix("teacher_ddim")),
+                int(kind.removeprefix(TEACHER_PREFIX)),
                 cfg.eval.guidance,
                 gen,
                 clip_sample=True,
@@ -294,11 +331,10 @@ def claim_run_folder(out_dir: Path, asset_hashes: dict[str, str]) -> None:
 
 
 def run(cfg: Config, out_dir: Path):
-    if cfg.scale == "paper":
+    if cfg.scale == PAPER_SCALE:
         from papers.t2v_turbo_v2.paper_scale import run_paper
 
         return run_paper(cfg, out_dir)
-    check_names("methods", cfg.methods, [*teacher_methods(cfg), *STUDENTS, GS0_CHECK])
     torch.set_num_threads(cfg.runtime.num_threads)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

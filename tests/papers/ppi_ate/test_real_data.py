@@ -204,7 +204,7 @@ def test_real_draw_refuses_bad_settings():
     data = _synthetic_real(200)
     with pytest.raises(ValueError, match="hidden_covariate 'zz'"):
         real_draw(SettingConfig(n_d1=50, hidden_covariate="zz"), data, np.random.default_rng(0))
-    with pytest.raises(ValueError, match="n_d1 must lie"):
+    with pytest.raises(ValueError, match="n_d1=0 must lie"):
         real_draw(SettingConfig(n_d1=0), data, np.random.default_rng(0))
 
 

@@ -219,5 +219,5 @@ def test_more_records_than_the_training_set_holds_are_named():
     cfg = compose("t2v_turbo_v2", "toy", ["preprocess.n_motion=4000"])
     schedule = M.NoiseSchedule.from_config(cfg.schedule)
     grid = M.SolverGrid.build(1000, cfg.schedule.solver_steps)
-    with pytest.raises(ValueError, match="4000 motion .* moving with a short caption"):
+    with pytest.raises(ValueError, match="n_motion=4000: .* moving clips with a short caption"):
         build_records(cfg, {}, schedule, grid, progress=False)
