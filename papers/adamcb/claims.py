@@ -181,8 +181,8 @@ REAL_DIAGNOSES = [
         word="method",
         headline=(
             "AdamCB matches Adam at the paper's protocol ({pp_ratio_adamcb_adam:.4f}), corrected "
-            "AdamBS matched it too (first protocol {first_ratio_adambs_corrected_adam:.4f}): "
-            "neither bandit gains"
+            "AdamBS matches it too (first protocol {first_ratio_adambs_corrected_adam:.4f}; "
+            "10 epochs: real.json): neither bandit gains"
         ),
         official_headline=(
             "1 epoch, same init: train CE {official_train_ce_last:.4f} (ours "
@@ -194,8 +194,9 @@ REAL_DIAGNOSES = [
             "with its no-feedback ablation ({pp_ratio_adamcb_no_feedback:.4f}); corrected AdamBS "
             "matched Adam on the first protocol ({first_ratio_adambs_corrected_adam:.4f}; "
             "AdamCB / corrected AdamBS {first_ratio_adamcb_adambs_corrected:.4f}): both "
-            "bandits leave the sampling as good as uniform, so neither can lead by 5% "
-            "(corrected AdamBS was not rerun at 10 epochs)"
+            "bandits leave the sampling as good as uniform, so neither can lead by 5% (the "
+            "paper-protocol real run, results/real.json, measures AdamCB / corrected AdamBS "
+            "at 10 epochs x 5 seeds: the real table above)"
         ),
         experiment=DIAGNOSE,
         official=_OFFICIAL,

@@ -177,7 +177,7 @@ def first_protocol() -> dict[str, float]:
     return {
         "first_ratio_adamcb_adam": measured["beats Adam by 5%"],
         "first_ratio_adamcb_adambs_corrected": measured["beats corrected AdamBS by 5%"],
-        "first_wins_adamcb_vs_adam": measured["beats Adam on 4/4 seeds"],
+        "first_wins_adamcb_vs_adam": measured["beats Adam on 4/4 seeds"],  # its name then
         "first_test_ratio_adamcb_adam": measured["lower test loss than Adam"],
         "first_ratio_adambs_corrected_adam": ce["adambs_corrected"][METRIC]["mean"]
         / ce["adam"][METRIC]["mean"],
