@@ -120,7 +120,8 @@ def fit(
         batch = next_batch(step)
         model.train()
         optimizer.zero_grad(set_to_none=True)
-        loss, aux = compute_loss(model, batch)
+        with accelerator.autocast():  # runtime.mixed_precision (no: a no-op context)
+            loss, aux = compute_loss(model, batch)
         accelerator.backward(loss)
         if loop.grad_clip is not None:
             accelerator.clip_grad_norm_(model.parameters(), loop.grad_clip)
