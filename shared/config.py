@@ -456,7 +456,7 @@ def compose_dict(
         )
     register_schema(slug)
     cfg = _hydra_compose(slug, scale, tuple(overrides))
-    if overrides:
+    if overrides and schema_class(slug).READ_ONLY_WHERE:
         check_read(cfg, default_composition(slug, scale))
     return cfg
 
@@ -518,8 +518,8 @@ def check_read(cfg: DictConfig, default: DictConfig) -> None:
                 for leaf, value in given.items():
                     if leaf not in shipped or shipped[leaf] != value:
                         raise ConfigError(
-                            f"{leaf}={_shown(value)}: not read at scale={scale}, only by "
-                            f"{rule.where}; leave it out"
+                            f"{leaf}={_shown(value)}: this run (scale={scale}) does not read "
+                            f"it, only {rule.where} does; leave it out"
                         )
 
 

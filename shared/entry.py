@@ -24,7 +24,10 @@ from types import ModuleType
 from typing import Any
 
 import hydra
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
 from omegaconf import DictConfig
 
 from shared import assets, floatpath, preflight
@@ -333,6 +336,43 @@ def _guard_run_folder(out_dir: Path, resolved: dict[str, Any], resume: bool) -> 
     write_json(comparable, record_path)
 
 
+# Hydra flags of a command that runs no job (help, printing the config, completion) or composes
+# another primary config than configs/config.yaml: the start check leaves those to Hydra.
+NO_JOB_FLAGS = ("-h", "--help", "--hydra-help", "-c", "--cfg", "-i", "--info", "-sc")
+OTHER_CONFIG_FLAGS = ("-cn", "--config-name", "-cp", "--config-path", "-cd", "--config-dir")
+MULTIRUN_FLAGS = ("-m", "--multirun")
+
+
+def check_at_start(slug: str, argv: list[str]) -> None:
+    """Command line: compose and validate the config of every job the command runs (each
+    combination of a ``-m`` sweep) before Hydra starts, which makes the run folder and its
+    ``.hydra/`` before it calls the task. A refused value (``ConfigError``: a bound, a key the
+    schema lacks, a device or precision with no effect, a key the scale does not read) then
+    stops the command in one line and leaves nothing on disk."""
+    flags = {arg.split("=", 1)[0] for arg in argv if arg.startswith("-")}
+    if flags & {*NO_JOB_FLAGS, *OTHER_CONFIG_FLAGS, "--shell-completion"}:
+        return
+    overrides = [
+        arg
+        for arg in argv
+        if "=" in arg and not arg.startswith("-") and not arg.lstrip("+~").startswith("hydra")
+    ]
+    jobs = [overrides]
+    if flags & set(MULTIRUN_FLAGS):  # Hydra's own sweep expansion (its basic sweeper)
+        jobs = BasicSweeper.split_arguments(
+            OverridesParser.create().parse_overrides(overrides), None
+        )[0]
+    for job in jobs:
+        scales = [o.split("=", 1)[1] for o in job if o.startswith("scale=")]
+        rest = [o for o in job if not o.startswith("scale=")]
+        try:
+            to_object(compose_dict(slug, *scales[-1:], overrides=rest))
+        except ValueError as error:  # ConfigError, an unknown scale: one line naming it
+            raise SystemExit(str(error)) from None
+        except HydraException:  # a value of the wrong type: Hydra reports it, as it composes
+            return  # the same config before it makes any folder
+
+
 def main(slug: str) -> None:
     """Command-line entry of ``papers/<slug>/train.py``: Hydra app with ``paper`` preset."""
     check_slug(slug)
@@ -346,6 +386,7 @@ def main(slug: str) -> None:
         raise SystemExit(f"papers.{slug} has no real rung: configs/{slug}/real.yaml does not exist")
     register_schema(slug)
     argv = [a for a in argv if not a.startswith("paper=")]
+    check_at_start(slug, argv)
     # Hydra's overrides are one contiguous positional group: put paper=<slug> inside it.
     first = next((i for i, a in enumerate(argv) if "=" in a and not a.startswith("-")), 0)
     sys.argv = [sys.argv[0], *argv[:first], f"paper={slug}", *argv[first:]]

@@ -177,7 +177,7 @@ class Config(ExperimentConfig):
                     "n_test",
                 )
             ),
-            where="scale=paper (model.path set; smoke and toy read world.*)",
+            where="a run with model.path set (scale=paper; the toy reads world.*)",
             reads=lambda _, root: root.model.path is not None,
         ),
     )
