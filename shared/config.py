@@ -10,6 +10,12 @@ The config tree lives in ``configs/`` at the repository root:
 
 Each paper declares ``papers/<slug>/config.py:Config``, a dataclass subclassing
 :class:`ExperimentConfig`; :func:`register_schema` stores it in Hydra's ConfigStore.
+
+What the schema cannot say is refused at start, each in one line naming the key
+(:class:`ConfigError`): a value out of its declared bounds (:func:`checked`), a key the schema
+lacks added with ``+`` (:func:`to_object`), a device or mixed precision the paper would not use
+(:func:`check_runtime`, ``Config.CPU_ONLY``), and an override of a key the run does not read
+(:func:`check_read`, ``Config.READ_ONLY_WHERE``).
 """
 
 from __future__ import annotations
@@ -248,7 +254,7 @@ class RuntimeConfig:
     workers: int = checked(1, ge=1)
 
 
-CUDA = "cuda"
+CUDA, AUTO = "cuda", "auto"
 MIXED_PRECISION_OFF = "no"
 FP16 = "fp16"
 
@@ -288,7 +294,7 @@ def check_runtime(runtime: RuntimeConfig, paper: str, cpu_only: str) -> None:
         precision,
         f"papers.{paper} never enters an autocast, it runs on the CPU only ({cpu_only}); use no",
     )
-    on_cuda = wants_cuda or (device == "auto" and cuda_visible())
+    on_cuda = wants_cuda or (device == AUTO and cuda_visible())
     require(
         precision != FP16 or on_cuda,
         "runtime.mixed_precision",
@@ -574,16 +580,12 @@ def undeclared_keys(node: DictConfig | ListConfig, prefix: str = "") -> Iterator
     for name, key in items:
         child = node._get_node(key)
         if declared is not None and name not in declared:
-            shown = OmegaConf.to_container(child) if OmegaConf.is_config(child) else child
-            yield f"{prefix}{name}", _value_of(shown), schema
+            value = OmegaConf.to_container(child) if OmegaConf.is_config(child) else child._value()
+            yield f"{prefix}{name}", value, schema
         elif isinstance(child, DictConfig | ListConfig) and not (
             child._is_none() or child._is_missing() or child._is_interpolation()
         ):
             yield from undeclared_keys(child, f"{prefix}{name}.")
-
-
-def _value_of(node: Any) -> Any:
-    return node._value() if hasattr(node, "_value") else node
 
 
 def _no_such_key(key: str, schema: type) -> str:
