@@ -57,7 +57,7 @@ def test_bad_command_line_exits_nonzero_naming_it(tmp_path, args, expected):
     proc = run_cli([*args, f"out_root={tmp_path}"], cwd=tmp_path)
     assert proc.returncode != 0
     assert expected in proc.stdout + proc.stderr
-    assert not list(tmp_path.rglob("result.json"))
+    assert not list(tmp_path.rglob(".hydra")), "Hydra made a run folder before the refusal"
 
 
 def test_paper_scale_without_data_says_what_to_put_where(tmp_path):
@@ -130,3 +130,5 @@ def test_preflight_from_the_command_line_is_one_line(tmp_path):
     assert "Traceback" not in proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert lines == [lines[0]] and "model.path is not set" in lines[0], proc.stderr
+    # shared.entry.check_at_start runs the preflight before Hydra makes the run folder
+    assert not (tmp_path / "matryoshka_kv").exists()
