@@ -10,23 +10,32 @@ The config tree lives in ``configs/`` at the repository root:
 
 Each paper declares ``papers/<slug>/config.py:Config``, a dataclass subclassing
 :class:`ExperimentConfig`; :func:`register_schema` stores it in Hydra's ConfigStore.
+
+What the schema cannot say is refused at start, each in one line naming the key
+(:class:`ConfigError`): a value out of its declared bounds (:func:`checked`), a key the schema
+lacks added with ``+`` (:func:`to_object`), a device or mixed precision the paper would not use
+(:func:`check_runtime`, ``Config.CPU_ONLY``), and an override of a key the run does not read
+(:func:`check_read`, ``Config.READ_ONLY_WHERE``).
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields, is_dataclass
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
-from omegaconf import MISSING, DictConfig, OmegaConf
+from hydra.errors import ConfigCompositionException
+from omegaconf import MISSING, DictConfig, ListConfig, OmegaConf
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = REPO_ROOT / "configs"
@@ -223,10 +232,17 @@ def check_bounds(root: Any) -> None:
 class RuntimeConfig:
     """Where and how a run executes (selected by ``runtime=cpu|gpu``)."""
 
-    device: str = checked("cpu", choices=("cpu", "cuda", "auto"))  # auto: cuda when available
+    # auto: cuda when one is visible and the paper runs on it (ExperimentConfig.CPU_ONLY), else
+    # cpu. cuda without a visible CUDA device, or for a CPU-only paper, is refused at start.
+    device: str = checked("cpu", choices=("cpu", "cuda", "auto"))
     # torch intra-op threads (toy models: one is as fast, and contention-proof)
     num_threads: int = checked(1, ge=1)
-    mixed_precision: str = checked("no", choices=("no", "fp16", "bf16"))  # passed to accelerate
+    # Autocast of the training steps (shared.loop.fit runs compute_loss under
+    # accelerator.autocast(); evaluation stays float32): bf16 on the CPU or a GPU, fp16 on a GPU
+    # only (torch's CPU autocast is bf16; Accelerate would ignore fp16 there). Refused at start
+    # where it would have no effect: fp16 without a CUDA device, anything but "no" for a
+    # CPU-only paper.
+    mixed_precision: str = checked("no", choices=("no", "fp16", "bf16"))
     progress: bool = True  # tqdm progress bars
     # pinned: one floating-point code path on every AVX2 machine (shared/floatpath.py), so a
     # seed gives the committed numbers anywhere; native: each library picks its kernels for
@@ -236,6 +252,55 @@ class RuntimeConfig:
     # (shared/experiment.py): 2 uses both cores of a 2-core machine; the numbers are unchanged.
     # CPU only; the claim checks force 1 so that their CPU budget measures one process.
     workers: int = checked(1, ge=1)
+
+
+CUDA, AUTO = "cuda", "auto"
+MIXED_PRECISION_OFF = "no"
+FP16 = "fp16"
+
+
+def cuda_visible() -> bool:
+    """Whether torch sees a CUDA device (torch is imported only when a run asks for one)."""
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def check_runtime(runtime: RuntimeConfig, paper: str, cpu_only: str) -> None:
+    """Refuse, naming the key, a device or precision the run would silently not use: a CUDA
+    device that is not visible, or that a CPU-only paper (``cpu_only`` says why it is one)
+    never moves a tensor to; fp16 without a CUDA device (Accelerate ignores it on the CPU);
+    any mixed precision for a CPU-only paper (its code never enters an autocast)."""
+    device, precision = runtime.device, runtime.mixed_precision
+    wants_cuda = device == CUDA
+    if wants_cuda:
+        require(
+            cuda_visible(),
+            "runtime.device",
+            device,
+            "no CUDA device is visible here (runtime=gpu sets it); use runtime=cpu",
+        )
+        require(
+            not cpu_only,
+            "runtime.device",
+            device,
+            f"papers.{paper} runs on the CPU only ({cpu_only}); use runtime=cpu",
+        )
+    if precision == MIXED_PRECISION_OFF:
+        return
+    require(
+        not cpu_only,
+        "runtime.mixed_precision",
+        precision,
+        f"papers.{paper} never enters an autocast, it runs on the CPU only ({cpu_only}); use no",
+    )
+    on_cuda = wants_cuda or (device == AUTO and cuda_visible())
+    require(
+        precision != FP16 or on_cuda,
+        "runtime.mixed_precision",
+        precision,
+        "fp16 autocast needs a CUDA device (torch autocasts the CPU to bf16 only); use bf16 or no",
+    )
 
 
 @dataclass
@@ -258,6 +323,22 @@ class LoopConfig(TrainLoopConfig):
     eval_every: int = checked(100, ge=1)
 
 
+@dataclass(frozen=True)
+class ReadOnlyWhere:
+    """Keys a paper's code reads only where ``reads`` holds (one scale's data source, one
+    generator of a setting). Elsewhere an override of one would be accepted and ignored, so
+    :func:`compose_dict` refuses a value that differs from what the scale composes by itself,
+    naming the key and ``where`` (who reads it, e.g. ``"scale=paper (model.path set)"``).
+
+    ``keys`` are dotted keys; a section stands for every key under it, and ``*`` for each
+    entry of a dict of sections (``settings.*.hidden_covariate``). ``reads(section, root)``
+    gets the composed section that holds the key and the whole composed config."""
+
+    keys: tuple[str, ...]
+    where: str
+    reads: Callable[[Any, Any], bool]
+
+
 @dataclass
 class ExperimentConfig:
     """Keys every paper's config has. Papers subclass this and add their sections."""
@@ -269,6 +350,16 @@ class ExperimentConfig:
     out_root: str = "outputs"  # run folders: <out_root>/<paper>/<scale>/<run name>
     resume: bool = True  # continue finished/checkpointed (method, seed) runs in the run folder
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+
+    # Declarations of the paper's Config (class attributes, not config keys):
+    # why the paper's code runs on the CPU in float32 only ("" when its training runs through
+    # shared.runtime.make_accelerator and shared.loop.fit, models and batches on the
+    # accelerator's device, steps under its autocast): runtime.device=cuda and mixed precision
+    # are then refused at start (check_runtime) instead of silently running on the CPU.
+    CPU_ONLY: ClassVar[str] = ""
+    # keys the code reads only under a condition (a scale's data source, a setting's generator):
+    # an override of one where it is not read is refused at start (compose_dict)
+    READ_ONLY_WHERE: ClassVar[tuple[ReadOnlyWhere, ...]] = ()
 
     def __post_init__(self) -> None:
         # OmegaConf.to_object builds this dataclass from the composed config, so the checks
@@ -283,6 +374,7 @@ class ExperimentConfig:
         that one bound cannot state (an interval that must divide the steps, a layout's
         methods against the chosen methods)."""
         check_bounds(self)
+        check_runtime(self.runtime, self.paper, self.CPU_ONLY)
         require(bool(self.methods), "methods", self.methods, "name at least one method")
         require(
             len(set(self.methods)) == len(self.methods),
@@ -369,20 +461,144 @@ def compose_dict(
             f"unknown scale {scale!r}; choose one of {', '.join((*SCALES, REAL_SCALE))}"
         )
     register_schema(slug)
+    cfg = _hydra_compose(slug, scale, tuple(overrides))
+    if overrides and schema_class(slug).READ_ONLY_WHERE:
+        check_read(cfg, default_composition(slug, scale))
+    return cfg
+
+
+def _hydra_compose(slug: str, scale: str, overrides: tuple[str, ...]) -> DictConfig:
+    """Hydra's composition, with its refusal of an unknown key put in one line naming the key
+    (Hydra's own suggests ``+key=value``, which would add a key no code reads)."""
     GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        return hydra_compose(
-            config_name="config", overrides=[f"paper={slug}", f"scale={scale}", *overrides]
-        )
+    try:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            return hydra_compose(
+                config_name="config", overrides=[f"paper={slug}", f"scale={scale}", *overrides]
+            )
+    except ConfigCompositionException as error:
+        unknown = UNKNOWN_OVERRIDE.match(str(error))
+        if unknown is None:
+            raise
+        raise unknown_key_error(slug, scale, unknown.group(1), overrides) from None
+
+
+# Hydra's message for an override of a key the struct config lacks (without a '+')
+UNKNOWN_OVERRIDE = re.compile(r"Could not override '([^']+)'")
+
+
+def unknown_key_error(
+    slug: str, scale: str, key: str, overrides: list[str] | tuple[str, ...]
+) -> ConfigError:
+    """The one-line refusal of an override of ``key``, a key the paper's schema lacks."""
+    given = next((o for o in overrides if o.split("=", 1)[0].lstrip("+~") == key), key)
+    parent = key.rsplit(".", 1)[0] if "." in key else ""
+    section = OmegaConf.select(default_composition(slug, scale), parent) if parent else None
+    schema = OmegaConf.get_type(section) if isinstance(section, DictConfig) else None
+    if not is_dataclass(schema):
+        schema = schema_class(slug) if not parent else None
+    reason = _no_such_key(key, schema) if schema else f"no such key in papers.{slug}'s config"
+    return ConfigError(f"{given.lstrip('+~')}: {reason}")
+
+
+@cache
+def default_composition(slug: str, scale: str) -> DictConfig:
+    """What ``scale`` composes for ``slug`` by itself, without overrides (cached: read only)."""
+    register_schema(slug)
+    return _hydra_compose(slug, scale, ())
+
+
+def check_read(cfg: DictConfig, default: DictConfig) -> None:
+    """Refuse an override of a key the run does not read (the paper's ``READ_ONLY_WHERE``): a
+    value that differs from ``default``, what the scale composes by itself, naming the first
+    such key and the scale or generator that reads it."""
+    scale = cfg.scale
+    for rule in schema_class(cfg.paper).READ_ONLY_WHERE:
+        for pattern in rule.keys:
+            for key, section in _matches(cfg, pattern.split("."), ""):
+                if rule.reads(section, cfg):
+                    continue
+                name = key.rsplit(".", 1)[-1]
+                given = _leaves_of(OmegaConf.select(section, name), key)
+                shipped = _leaves_of(OmegaConf.select(default, key, default=None), key)
+                for leaf, value in given.items():
+                    if leaf not in shipped or shipped[leaf] != value:
+                        raise ConfigError(
+                            f"{leaf}={_shown(value)}: this run (scale={scale}) does not read "
+                            f"it, only {rule.where} does; leave it out"
+                        )
+
+
+def _matches(node: Any, parts: list[str], prefix: str) -> Iterator[tuple[str, Any]]:
+    """``(full key, the section holding it)`` of each key of ``node`` that a dotted pattern
+    (``*`` for any entry) names; unset (None) sections hold none."""
+    if not isinstance(node, DictConfig) or node._is_none():
+        return
+    head, rest = parts[0], parts[1:]
+    names = [str(k) for k in node.keys()] if head == "*" else [head] if head in node else []
+    for name in names:
+        if rest:
+            yield from _matches(node[name], rest, f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}", node
+
+
+def _leaves_of(value: Any, key: str) -> dict[str, Any]:
+    """``{full key: value}`` of every scalar (or list) under ``key``."""
+    if OmegaConf.is_config(value):
+        value = OmegaConf.to_container(value, resolve=True)
+    if isinstance(value, dict):
+        leaves: dict[str, Any] = {}
+        for name, entry in value.items():
+            leaves.update(_leaves_of(entry, f"{key}.{name}"))
+        return leaves
+    return {key: value}
 
 
 def to_object(cfg: DictConfig) -> Any:
     """Validate a composed config against its schema and return the dataclass instance.
 
-    Hydra already merged the schema; ``to_object`` additionally fails on values left
-    missing (``???``), naming them.
+    Hydra already merged the schema; ``to_object`` additionally refuses a key the schema lacks
+    (a ``+key=value`` override: Hydra adds it, and OmegaConf would set it on the dataclass as a
+    stray attribute no code reads) and fails on values left missing (``???``), naming them.
     """
+    for key, value, section in undeclared_keys(cfg):
+        raise ConfigError(f"{key}={_shown(value)}: {_no_such_key(key, section)}")
     return OmegaConf.to_object(cfg)
+
+
+def undeclared_keys(node: DictConfig | ListConfig, prefix: str = "") -> Iterator[tuple]:
+    """``(full key, value, schema class)`` of every key of a composed config that its section's
+    dataclass does not declare; a ``dict[str, Section]`` field's own entries are free names."""
+    if isinstance(node, DictConfig):
+        schema = OmegaConf.get_type(node)
+        declared = {spec.name for spec in fields(schema)} if is_dataclass(schema) else None
+        items = [(str(key), key) for key in node.keys()]
+    else:
+        schema, declared = None, None
+        items = [(str(index), index) for index in range(len(node))]
+    for name, key in items:
+        child = node._get_node(key)
+        if declared is not None and name not in declared:
+            value = OmegaConf.to_container(child) if OmegaConf.is_config(child) else child._value()
+            yield f"{prefix}{name}", value, schema
+        elif isinstance(child, DictConfig | ListConfig) and not (
+            child._is_none() or child._is_missing() or child._is_interpolation()
+        ):
+            yield from undeclared_keys(child, f"{prefix}{name}.")
+
+
+def _no_such_key(key: str, schema: type) -> str:
+    """Why ``key`` is refused: the section's schema, its keys, and the closest one."""
+    name = key.rsplit(".", 1)[-1]
+    section = key.rsplit(".", 1)[0] if "." in key else "the config"
+    names = [spec.name for spec in fields(schema)]
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f"; did you mean {key[: -len(name)]}{close[0]}?" if close else ""
+    return (
+        f"no such key: {section} ({schema.__module__}.{schema.__qualname__}) has "
+        f"{', '.join(names)}{hint} (a '+' override cannot add a key the schema lacks)"
+    )
 
 
 def to_container(cfg: DictConfig | Any) -> dict:

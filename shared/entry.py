@@ -24,7 +24,10 @@ from types import ModuleType
 from typing import Any
 
 import hydra
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
 from omegaconf import DictConfig
 
 from shared import assets, floatpath, preflight
@@ -65,23 +68,26 @@ def paper_modules(slug: str) -> tuple[ModuleType, ModuleType]:
 
 
 def execute(
-    slug: str, cfg_dict: DictConfig, out_dir: Path, command: str | None = None
+    slug: str,
+    cfg_dict: DictConfig,
+    out_dir: Path,
+    command: str | None = None,
+    checked: bool = False,
 ) -> dict[str, Any]:
     """Validate ``cfg_dict``, run the experiment into ``out_dir`` and write its record.
 
     ``command`` is recorded as the way to rerun it (default: the entry point with this
-    config's scale; pass the real overrides when known).
+    config's scale; pass the real overrides when known). ``checked``: :func:`start_checks`
+    already passed for this config (the command line runs them before Hydra makes the run
+    folder), so the data and package checks are not repeated.
 
     Returns:
         The run record (also written to ``out_dir/result.json`` by the main process).
     """
-    cfg = to_object(cfg_dict)  # typed dataclass; fails naming a missing or ill-typed key
-    if cfg.paper != slug:
-        raise ValueError(f"config is for paper {cfg.paper!r}, entry point is {slug!r}")
+    cfg = to_object(cfg_dict) if checked else start_checks(slug, cfg_dict)
     check_float_path(cfg.runtime.float_path)
     train, claims = paper_modules(slug)
     real_assets = tuple(getattr(train, "REAL_ASSETS", ())) if cfg.scale == REAL_SCALE else ()
-    run_preflight(slug, cfg)
     out_dir = Path(out_dir)
     resolved = to_container(cfg_dict)
     state = process_state(cfg.runtime)
@@ -133,13 +139,15 @@ def execute(
     return record
 
 
-def run_preflight(slug: str, cfg: Any) -> None:
-    """Every check of what a run reads (optional packages, data, assets, committed files),
-    raising :class:`shared.preflight.PreflightError` with all problems on one line, before any
-    work or run folder: :func:`execute` calls it first; a command line may call it before
-    Hydra makes its folder."""
+def start_checks(slug: str, cfg_dict: DictConfig) -> Any:
+    """Everything a run checks before any work or folder, each refusal in one line: the config
+    (:func:`shared.config.to_object`: bounds, keys, device and precision), then the optional
+    packages a chosen method needs and, at paper scale and on the real rung, the data, models
+    and assets (``train.preflight`` / ``train.real_preflight``). Returns the typed config."""
+    cfg = to_object(cfg_dict)  # typed dataclass; fails naming a missing or ill-typed key
+    if cfg.paper != slug:
+        raise ValueError(f"config is for paper {cfg.paper!r}, entry point is {slug!r}")
     train, _ = paper_modules(slug)
-    real_assets = tuple(getattr(train, "REAL_ASSETS", ())) if cfg.scale == REAL_SCALE else ()
     # Optional packages a chosen method needs (train.OPTIONAL_PACKAGES: method -> {module:
     # how to install it}), at every scale: refused before any work, not when the method starts.
     optional = getattr(train, "OPTIONAL_PACKAGES", {})
@@ -152,7 +160,8 @@ def run_preflight(slug: str, cfg: Any) -> None:
         ],
         cfg.scale,
     )
-    if cfg.scale in ("paper", REAL_SCALE):  # before any work or folder is made
+    if cfg.scale in ("paper", REAL_SCALE):
+        real_assets = tuple(getattr(train, "REAL_ASSETS", ())) if cfg.scale == REAL_SCALE else ()
         problems = assets.missing(real_assets)
         # paper scale: train.preflight (data.root, optional packages); the real rung may add
         # checks of its own (train.real_preflight) beside its assets'
@@ -166,6 +175,7 @@ def run_preflight(slug: str, cfg: Any) -> None:
     data_check = getattr(train, "data_preflight", None)
     if data_check is not None:
         preflight.check(slug, data_check(cfg), cfg.scale)
+    return cfg
 
 
 def _cpu_seconds() -> float:
@@ -349,6 +359,49 @@ def _guard_run_folder(out_dir: Path, resolved: dict[str, Any], resume: bool) -> 
     write_json(comparable, record_path)
 
 
+# Hydra flags of a command that runs no job (help, printing the config, completion) or composes
+# another primary config than configs/config.yaml: the start check leaves those to Hydra.
+NO_JOB_FLAGS = ("-h", "--help", "--hydra-help", "-c", "--cfg", "-i", "--info", "-sc")
+OTHER_CONFIG_FLAGS = ("-cn", "--config-name", "-cp", "--config-path", "-cd", "--config-dir")
+MULTIRUN_FLAGS = ("-m", "--multirun")
+
+
+def check_at_start(slug: str, argv: list[str]) -> bool:
+    """Command line: compose every job the command runs (each combination of a ``-m`` sweep)
+    and run its :func:`start_checks` before Hydra starts, which makes the run folder and its
+    ``.hydra/`` before it calls the task. A refused value (``ConfigError``: a bound, a key the
+    schema lacks, a device or precision with no effect, a key the scale does not read) or a
+    missing package, data set or asset (``PreflightError``) then stops the command in one
+    line and leaves nothing on disk. Returns whether every job the task will run was checked
+    here, in this process."""
+    flags = {arg.split("=", 1)[0] for arg in argv if arg.startswith("-")}
+    if flags & {*NO_JOB_FLAGS, *OTHER_CONFIG_FLAGS, "--shell-completion"}:
+        return False
+    overrides = [
+        arg
+        for arg in argv
+        if "=" in arg and not arg.startswith("-") and not arg.lstrip("+~").startswith("hydra")
+    ]
+    jobs = [overrides]
+    if flags & set(MULTIRUN_FLAGS):  # Hydra's own sweep expansion (its basic sweeper)
+        jobs = BasicSweeper.split_arguments(
+            OverridesParser.create().parse_overrides(overrides), None
+        )[0]
+    for job in jobs:
+        scales = [o.split("=", 1)[1] for o in job if o.startswith("scale=")]
+        rest = [o for o in job if not o.startswith("scale=")]
+        try:
+            start_checks(slug, compose_dict(slug, *scales[-1:], overrides=rest))
+        except ValueError as error:  # ConfigError, an unknown scale: one line naming it
+            raise SystemExit(str(error)) from None
+        except HydraException:  # a value of the wrong type: Hydra reports it, as it composes
+            return False  # the same config before it makes any folder
+    # Another launcher runs the jobs elsewhere (a cluster node checks its own data), another
+    # sweeper adds overrides of its own: their jobs check again in execute.
+    elsewhere = ("hydra/launcher", "hydra.launcher", "hydra/sweeper", "hydra.sweeper")
+    return not any(arg.lstrip("+~").startswith(elsewhere) for arg in argv)
+
+
 def main(slug: str) -> None:
     """Command-line entry of ``papers/<slug>/train.py``: Hydra app with ``paper`` preset."""
     check_slug(slug)
@@ -362,6 +415,7 @@ def main(slug: str) -> None:
         raise SystemExit(f"papers.{slug} has no real rung: configs/{slug}/real.yaml does not exist")
     register_schema(slug)
     argv = [a for a in argv if not a.startswith("paper=")]
+    checked = check_at_start(slug, argv)
     # Hydra's overrides are one contiguous positional group: put paper=<slug> inside it.
     first = next((i for i, a in enumerate(argv) if "=" in a and not a.startswith("-")), 0)
     sys.argv = [sys.argv[0], *argv[:first], f"paper={slug}", *argv[first:]]
@@ -370,9 +424,8 @@ def main(slug: str) -> None:
         _restart_for_float_path(cfg_dict.runtime.float_path)
         hydra_cfg = HydraConfig.get()
         overrides = [o for o in hydra_cfg.overrides.task if not o.startswith("paper=")]
-        record = execute(
-            slug, cfg_dict, Path(hydra_cfg.runtime.output_dir), _command(slug, overrides)
-        )
+        output_dir = Path(hydra_cfg.runtime.output_dir)
+        record = execute(slug, cfg_dict, output_dir, _command(slug, overrides), checked)
         _, claims = paper_modules(slug)
         method, metric = claims.PRIMARY
         return record["metrics"].get(method, {}).get(metric, {}).get("mean")

@@ -58,6 +58,9 @@ def fit(
     """Run steps ``1..max_steps``, resuming from ``run_dir/checkpoint.pt`` when present.
 
     ``model`` and ``optimizer`` must already be passed through ``accelerator.prepare``.
+    ``compute_loss`` runs under ``accelerator.autocast()``, so ``runtime.mixed_precision``
+    applies to every training step whatever model methods the loss calls (Accelerate itself
+    autocasts only the prepared model's ``forward``); evaluation stays in float32.
 
     Returns:
         The evaluation history: one dict per evaluation (step 0, every ``loop.eval_every``
@@ -120,7 +123,8 @@ def fit(
         batch = next_batch(step)
         model.train()
         optimizer.zero_grad(set_to_none=True)
-        loss, aux = compute_loss(model, batch)
+        with accelerator.autocast():  # mixed_precision="no": a no-op context
+            loss, aux = compute_loss(model, batch)
         accelerator.backward(loss)
         if loop.grad_clip is not None:
             accelerator.clip_grad_norm_(model.parameters(), loop.grad_clip)

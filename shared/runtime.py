@@ -19,7 +19,9 @@ def make_accelerator(runtime: RuntimeConfig) -> Accelerator:
     """Build the Accelerator for ``runtime`` and apply its thread count.
 
     ``device=cpu`` forces CPU even when a GPU is visible; ``cuda`` requires one; ``auto`` uses
-    it when present. Under ``torchrun`` on CPU, Accelerate picks the gloo backend.
+    it when present. Under ``torchrun`` on CPU, Accelerate picks the gloo backend. A device or
+    precision that would change nothing was already refused at start
+    (``shared.config.check_runtime``); the check below guards a config built by hand.
     """
     if runtime.device not in ("cpu", "cuda", "auto"):
         raise ValueError(f"runtime.device must be cpu, cuda or auto, got {runtime.device!r}")

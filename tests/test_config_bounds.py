@@ -16,18 +16,24 @@ import types
 import typing
 
 import pytest
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
+from omegaconf.errors import ValidationError
 
+from shared import config as config_lib
 from shared.config import (
     BOUNDS_METADATA,
+    PAPERS_DIR,
     REAL_SCALE,
     SCALES,
     Bounds,
     ConfigError,
+    ReadOnlyWhere,
     bounded_fields,
     check_bounds,
+    check_read,
     checked,
     compose_dict,
+    default_composition,
     has_real_rung,
     lookup,
     schema_class,
@@ -201,3 +207,127 @@ def test_a_number_declares_a_bound_or_says_why_it_is_free():
     with pytest.raises(TypeError, match="state a bound"):
         checked(1.0)
     assert checked(0.0, free="an offset may be any real").metadata[BOUNDS_METADATA].free
+
+
+# ---- issue 52: '+' keys, device and precision switches, keys a scale does not read ------------
+NO_SUCH_KEY = "no_such_key"
+
+
+def _schema_sections(node: typing.Any, prefix: str = "") -> typing.Iterator[tuple[str, typing.Any]]:
+    """``(key prefix, node)`` of the config and every section of it that a dataclass types
+    (the entries of a dict or list of sections included)."""
+    if isinstance(node, DictConfig) and not node._is_none():
+        if dataclasses.is_dataclass(OmegaConf.get_type(node)):
+            yield prefix, node
+        for key in node.keys():
+            yield from _schema_sections(node._get_node(key), f"{prefix}{key}.")
+    elif isinstance(node, ListConfig) and not node._is_none():
+        for index in range(len(node)):
+            yield from _schema_sections(node._get_node(index), f"{prefix}{index}.")
+
+
+def _changed(value: typing.Any) -> list[typing.Any]:
+    """Values of the same type as ``value`` that differ from it (the first the schema takes
+    is used): a number plus one, a flag flipped, a name or path changed, a list grown."""
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, int | float):
+        return [value + 1]
+    if isinstance(value, str):
+        return [f"{value}_changed"]
+    if isinstance(value, list):
+        return [[*value, *value[-1:]] if value else [1], ["changed"]]
+    return ["changed", 1, 1.5, True, [1]]  # unset (None): whatever type the key takes
+
+
+def _one_line_naming(message: str, key: str) -> bool:
+    return "\n" not in message and message.startswith(f"{key}=")
+
+
+def _unread_leaves(cfg: DictConfig, rule: ReadOnlyWhere) -> list[str]:
+    """The leaf keys of ``cfg`` that ``rule`` declares and this config does not read."""
+    leaves = []
+    for pattern in rule.keys:
+        for key, section in config_lib._matches(cfg, pattern.split("."), ""):
+            if not rule.reads(section, cfg):
+                leaves += list(config_lib._leaves_of(OmegaConf.select(cfg, key), key))
+    return leaves
+
+
+@pytest.mark.parametrize("slug", PAPERS)
+def test_generated_plus_keys_switches_and_unread_keys_are_refused_naming_the_key(slug, monkeypatch):
+    """For every scale: a ``+`` key in each section of the schema, ``runtime.device=cuda``
+    (no device visible; a device visible but a CPU-only paper), fp16 on the CPU, bf16 for a
+    CPU-only paper, and every key the paper declares unread (``READ_ONLY_WHERE``) changed
+    where it is not read: each refused in one line that begins with the key."""
+    schema = schema_class(slug)
+    problems, cases = [], 0
+
+    def expect(key: str, check: typing.Callable, *args: typing.Any, refuse: bool = True) -> None:
+        nonlocal cases
+        cases += 1
+        try:
+            check(*args)
+        except ConfigError as error:
+            if not refuse or not _one_line_naming(str(error), key):
+                problems.append(f"{args[0].scale} {key}: {error}")
+        else:
+            if refuse:
+                problems.append(f"{args[0].scale} {key}: accepted")
+
+    for scale in _scales(slug):
+        cfg = compose_dict(slug, scale)
+        shipped_config = OmegaConf.to_container(cfg)
+        for prefix, section in _schema_sections(cfg):
+            with open_dict(section):  # what Hydra does with +<prefix>no_such_key=1
+                section[NO_SUCH_KEY] = 1
+            try:
+                expect(f"{prefix}{NO_SUCH_KEY}", to_object, cfg)
+            finally:
+                with open_dict(section):
+                    del section[NO_SUCH_KEY]
+        runtime = cfg.runtime
+        for visible in (False, True):
+            monkeypatch.setattr(config_lib, "cuda_visible", lambda visible=visible: visible)
+            runtime.device = "cuda"
+            refuse = not visible or bool(schema.CPU_ONLY)
+            expect("runtime.device", to_object, cfg, refuse=refuse)
+            runtime.device = "cpu"
+        runtime.mixed_precision = "fp16"  # the CPU: torch autocasts it to bf16 only
+        expect("runtime.mixed_precision", to_object, cfg)
+        runtime.mixed_precision = "bf16"  # applied by shared.loop.fit unless CPU-only
+        expect("runtime.mixed_precision", to_object, cfg, refuse=bool(schema.CPU_ONLY))
+        runtime.mixed_precision = "no"
+        monkeypatch.undo()
+        default = default_composition(slug, scale) if schema.READ_ONLY_WHERE else None
+        for rule in schema.READ_ONLY_WHERE:
+            for leaf in _unread_leaves(cfg, rule):
+                shipped = OmegaConf.select(cfg, leaf)
+                if OmegaConf.is_config(shipped):
+                    shipped = OmegaConf.to_container(shipped)
+                for value in _changed(shipped):
+                    try:
+                        OmegaConf.update(cfg, leaf, value, merge=False)
+                    except ValidationError:
+                        continue  # not this key's type: try the next
+                    try:
+                        expect(leaf, check_read, cfg, default)
+                    finally:
+                        OmegaConf.update(cfg, leaf, shipped, merge=False)
+                    break
+                else:
+                    problems.append(f"{scale} {leaf}: no changed value of its type")
+        assert OmegaConf.to_container(cfg) == shipped_config, f"{scale}: not put back"
+    assert cases, slug
+    assert not problems, f"{slug}: {problems}"
+
+
+@pytest.mark.parametrize("slug", PAPERS)
+def test_cpu_only_is_declared_exactly_by_the_papers_that_never_use_the_accelerator(slug):
+    """``Config.CPU_ONLY`` (device and precision refused) is what the code does: a paper whose
+    code never builds the shared Accelerator (``shared.runtime.make_accelerator``, which puts
+    its models on the device and, in ``shared.loop.fit``, its steps under autocast) declares
+    why it runs on the CPU only; one that builds it declares nothing."""
+    sources = (PAPERS_DIR / slug).glob("*.py")
+    accelerated = any("make_accelerator(cfg.runtime)" in path.read_text() for path in sources)
+    assert bool(schema_class(slug).CPU_ONLY) != accelerated

@@ -11,10 +11,13 @@ from __future__ import annotations
 import re
 
 import pytest
+import torch
 
+from shared import config as config_lib
 from shared.config import ConfigError, compose_dict, to_object
 from shared.entry import execute, paper_modules, table_spec
 from shared.preflight import PreflightError
+from tests.helpers import run_cli
 
 
 def refused(slug: str, overrides: list[str], key: str, scale: str = "smoke") -> str:
@@ -197,3 +200,170 @@ def test_case15_lucidppn_image_folder_options_are_refused_with_the_toy_data():
     # Was: data.augment=true accepted on the toy birds and silently ignored.
     message = refused("lucidppn", ["data.augment=true"], "data.augment")
     assert "data.name=toy_birds" in message
+
+
+# ---- issue 52: '+' keys, device and precision switches, keys the scale does not read ---------
+# Each case of the issue's table (this part of it) has a test named for it; the generated
+# versions over every paper and scale are in tests/test_config_bounds.py.
+
+
+@pytest.mark.parametrize(
+    ("override", "key", "hint"),
+    [
+        ("+foo=1", "foo", "the config (papers.adamcb.config.Config) has"),
+        ("+optim.momentum=0.9", "optim.momentum", "optim (papers.adamcb.config.OptimConfig)"),
+    ],
+    ids=["foo", "optim_momentum"],
+)
+def test_plus_key_is_refused_adamcb(override, key, hint):
+    # Was: accepted and ignored (Hydra adds the key, OmegaConf set it as a stray attribute).
+    message = refused("adamcb", [override], key)
+    assert hint in message and "cannot add a key the schema lacks" in message
+
+
+def test_plus_key_is_refused_qnbo_quadratic_budget_outer_step():
+    # Was: 6 steps run, `outer_step: 3` stored beside `outer_steps: 6` in result.json.
+    message = refused("qnbo", ["+quadratic.budget.outer_step=3"], "quadratic.budget.outer_step")
+    assert "did you mean quadratic.budget.outer_steps?" in message
+
+
+def test_unknown_key_refusal_no_longer_suggests_adding_it_with_plus():
+    # Was: Hydra's "To append to your config use +foo=1", which then ran and ignored it.
+    message = refused("adamcb", ["foo=1"], "foo")
+    assert "use +" not in message and "cannot add a key" in message
+
+
+@pytest.mark.parametrize(
+    ("slug", "override"),
+    [
+        ("conformal_bma", "runtime.device=cuda"),
+        ("qnbo", "runtime=gpu"),
+        ("resdex", "runtime.device=cuda"),
+        ("spa", "runtime=gpu"),  # an accelerated paper: refused by the same check
+    ],
+)
+def test_cuda_without_a_visible_device_is_refused(monkeypatch, tmp_path, slug, override):
+    # Was: conformal_bma, qnbo and resdex ran on the CPU (result.json saying device: cuda).
+    monkeypatch.setattr(config_lib, "cuda_visible", lambda: False)
+    message = refused(slug, [override], "runtime.device")
+    assert "no CUDA device is visible" in message
+    with pytest.raises(ConfigError):  # the entry point: before the run folder
+        execute(slug, compose_dict(slug, "smoke", [override]), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+CPU_ONLY_PAPERS = [
+    "cadcodeverify",
+    "conformal_bma",
+    "etcd",
+    "ppi_ate",
+    "qnbo",
+    "resdex",
+    "t2v_turbo_v2",
+]
+
+
+@pytest.mark.parametrize("slug", CPU_ONLY_PAPERS)
+def test_cuda_for_a_cpu_only_paper_is_refused_with_a_device_visible(monkeypatch, slug):
+    # Was: these papers' code never moves a tensor to the device; a GPU machine ran them on
+    # the CPU. Their Config declares CPU_ONLY, and the shared check refuses the switches.
+    monkeypatch.setattr(config_lib, "cuda_visible", lambda: True)
+    message = refused(slug, ["runtime=gpu"], "runtime.device")
+    assert f"papers.{slug} runs on the CPU only (" in message
+    refused(slug, ["runtime.mixed_precision=bf16"], "runtime.mixed_precision")
+    to_object(compose_dict("spa", "smoke", ["runtime=gpu"]))  # spa runs on the device
+
+
+def test_mixed_precision_controlar_fp16_is_refused_on_the_cpu():
+    # Was: metrics bit-identical to fp32 (Accelerate ignores fp16 on the CPU).
+    message = refused("controlar", ["runtime.mixed_precision=fp16"], "runtime.mixed_precision")
+    assert "fp16 autocast needs a CUDA device" in message
+
+
+def test_mixed_precision_controlar_bf16_is_applied_to_the_training_steps(tmp_path):
+    # Was: metrics bit-identical to fp32 (controlar's loss never calls the prepared model's
+    # forward, the only thing Accelerate autocasts). shared.loop.fit now runs every
+    # compute_loss under accelerator.autocast(): bf16 on the CPU (smoke: test nll 2.1711
+    # against fp32's 2.1713), a no-op context at the default "no".
+    from accelerate.state import AcceleratorState
+
+    from shared.config import RuntimeConfig, TrainLoopConfig
+    from shared.loop import fit
+    from shared.runtime import make_accelerator
+
+    seen = {}
+
+    def compute_loss(model, batch):
+        out = model(batch)
+        seen.setdefault("autocast", torch.is_autocast_enabled("cpu"))
+        seen.setdefault("dtype", torch.get_autocast_dtype("cpu"))
+        return out.float().square().mean(), {}
+
+    for precision in ("bf16", "no"):
+        AcceleratorState._reset_state()  # the precision is fixed per state
+        try:
+            accelerator = make_accelerator(RuntimeConfig(mixed_precision=precision))
+            model = torch.nn.Linear(4, 4)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            model, optimizer = accelerator.prepare(model, optimizer)
+            seen.clear()
+            fit(
+                model=model,
+                optimizer=optimizer,
+                accelerator=accelerator,
+                max_steps=1,
+                loop=TrainLoopConfig(),
+                run_dir=tmp_path / precision,
+                next_batch=lambda step: torch.ones(2, 4),
+                compute_loss=compute_loss,
+                progress=False,
+            )
+        finally:
+            AcceleratorState._reset_state()
+        assert seen["autocast"] == (precision == "bf16"), precision
+    assert "controlar" not in CPU_ONLY_PAPERS  # its training runs through shared.loop.fit
+
+
+@pytest.mark.parametrize(
+    ("slug", "override", "key", "reader"),
+    [
+        ("leret", "data.n_test=10", "data.n_test", "model.path set (scale=paper"),
+        ("cadcodeverify", "cadprompt.max_items=5", "cadprompt.max_items", "benchmark=cadprompt"),
+        (
+            "ppi_ate",
+            "settings.rct.hidden_covariate=age",
+            "settings.rct.hidden_covariate",
+            "generator=real",
+        ),
+    ],
+    ids=["leret_data_n_test", "cadcodeverify_cadprompt_max_items", "ppi_ate_rct_hidden_covariate"],
+)
+def test_unread_key_is_refused(slug, override, key, reader):
+    # Was: accepted and ignored (the toy reads world.n_test; the toy benchmark never reads
+    # cadprompt.*; the closed-form generator has no covariate to hide).
+    message = refused(slug, [override], key)
+    assert "this run (scale=smoke) does not read it, only" in message and reader in message
+
+
+def test_unread_keys_are_accepted_where_read_or_left_as_the_scale_composes_them():
+    compose_dict("leret", "paper", ["model.path=/m", "data.n_test=10"])  # a model reads data.*
+    compose_dict("leret", "smoke", ["data.n_test=1000"])  # the value smoke composes itself
+    compose_dict("cadcodeverify", "paper", ["cadprompt.max_items=5"])
+    # real.yaml sets these covariates itself; its generator=real settings read them
+    real = compose_dict("ppi_ate", "real", ["settings.hiv.hidden_covariate=age"])
+    assert real.settings.hiv.hidden_covariate == "age"
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [["scale=smoke", "+foo=1"], ["-m", "scale=smoke", "epochs=1,-1"]],
+    ids=["plus_key", "sweep_with_one_bad_job"],
+)
+def test_a_refusal_on_the_command_line_is_one_line_and_makes_no_folder(tmp_path, overrides):
+    # Was: Hydra made the run folder and its .hydra/ before the task refused the value, and
+    # printed a traceback around the one line.
+    proc = run_cli(["-m", "papers.adamcb.train", *overrides, f"out_root={tmp_path}/out"], tmp_path)
+    assert proc.returncode == 1
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and re.match(r"(foo|epochs)=", lines[0]), proc.stderr
+    assert not (tmp_path / "out").exists()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, checked, require
+from shared.config import ExperimentConfig, ReadOnlyWhere, checked, require
 
 BENCHMARKS = ("toy", "cadprompt")
 CHAT_BACKENDS = ("openai", "hf")  # backends.make_chat
@@ -121,6 +121,19 @@ class MetricConfig:
 
 @dataclass
 class Config(ExperimentConfig):
+    # shared.config.ExperimentConfig.CPU_ONLY: runtime.device=cuda and mixed precision refused
+    CPU_ONLY = (
+        "numpy geometry and a chat model behind an API; a local hf model's device is "
+        "cadprompt.generator.device / cadprompt.verifier.device"
+    )
+    # the CADPrompt benchmark's keys (benchmark=cadprompt, scale=paper)
+    READ_ONLY_WHERE = (
+        ReadOnlyWhere(
+            keys=("cadprompt",),
+            where="benchmark=cadprompt (scale=paper)",
+            reads=lambda _, root: root.benchmark == "cadprompt",
+        ),
+    )
     # generated (no feedback), cadcodeverify, premise3d (3D-Premise-style), random_answer
     # (negative control), geometric_solver (upper reference: uses the ground truth)
     methods: list[str] = field(

@@ -74,6 +74,8 @@ class PriorConfig:
 
 @dataclass
 class Config(ExperimentConfig):
+    # shared.config.ExperimentConfig.CPU_ONLY: runtime.device=cuda and mixed precision refused
+    CPU_ONLY = "numpy and scikit-learn estimators: no tensor goes to a device"
     # cb (one per candidate), cbma, cbma_frozen (ablation), bma_credible, split_conformal
     methods: list[str] = field(default_factory=lambda: ["cb", "cbma"])
     # name -> setting; null disables a setting inherited from another config file

@@ -73,6 +73,8 @@ class RealDataConfig:
 
 @dataclass
 class Config(ExperimentConfig):
+    # shared.config.ExperimentConfig.CPU_ONLY: runtime.device=cuda and mixed precision refused
+    CPU_ONLY = "numpy and scipy conditional-independence tests: no tensor goes to a device"
     # etcd (error signal on), etcd_no_error (ablation), direct_lingam; gin (paper scale only)
     methods: list[str] = field(default_factory=lambda: ["etcd", "etcd_no_error", "direct_lingam"])
     # simulated graphs (case4, violating) and/or real data sets (holzinger_swineford, sachs)

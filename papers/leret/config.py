@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, TrainLoopConfig, checked, require
+from shared.config import ExperimentConfig, ReadOnlyWhere, TrainLoopConfig, checked, require
 
 DATASETS = ("hotpotqa", "hover")  # data.load_questions reads these two formats
 # The keys of lm_policy.DTYPES, train.OPTIMIZER_CLASSES, method.PREFERENCE_LOSSES and
@@ -160,6 +160,27 @@ class PreferenceConfig:
 
 @dataclass
 class Config(ExperimentConfig):
+    # the paper-scale data (data.*, model.path set); the toy reads world.* instead
+    READ_ONLY_WHERE = (
+        ReadOnlyWhere(
+            keys=tuple(
+                f"data.{name}"
+                for name in (
+                    "dataset",
+                    "corpus_path",
+                    "train_path",
+                    "dev_path",
+                    "split_seed",
+                    "n_demo",
+                    "n_validation",
+                    "per_iteration",
+                    "n_test",
+                )
+            ),
+            where="a run with model.path set (scale=paper; the toy reads world.*)",
+            reads=lambda _, root: root.model.path is not None,
+        ),
+    )
     # base | few_shot | leret_cd | leret | temperature_only | ipo_flipped
     methods: list[str] = field(
         default_factory=lambda: [

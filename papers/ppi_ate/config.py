@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.config import ExperimentConfig, checked, require
+from shared.config import ExperimentConfig, ReadOnlyWhere, checked, require
 
 # model.outcome_factory, model.propensity_factory, train.intervals' CATE models
 OUTCOME_LEARNERS = ("spline", "linear", "gradient_boosting")
@@ -127,6 +127,16 @@ class SettingConfig:
 
 @dataclass
 class Config(ExperimentConfig):
+    # shared.config.ExperimentConfig.CPU_ONLY: runtime.device=cuda and mixed precision refused
+    CPU_ONLY = "numpy and scikit-learn estimators: no tensor goes to a device"
+    # the covariate D2 leaves out exists in a real experiment only (data.load_real)
+    READ_ONLY_WHERE = (
+        ReadOnlyWhere(
+            keys=("settings.*.hidden_covariate",),
+            where="a generator=real setting (scale=real)",
+            reads=lambda setting, _: setting.generator == REAL,
+        ),
+    )
     # aipw (D1 only), ppi, d2_only; ablation: ppi_fit_on_d1 (measure of fit on D1's own X)
     methods: list[str] = field(default_factory=lambda: ["aipw", "ppi", "d2_only"])
     settings: dict[str, SettingConfig | None] = field(default_factory=dict)

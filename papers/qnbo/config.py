@@ -82,6 +82,8 @@ class HyperCleaningConfig:
 
 @dataclass
 class Config(ExperimentConfig):
+    # shared.config.ExperimentConfig.CPU_ONLY: runtime.device=cuda and mixed precision refused
+    CPU_ONLY = "float64 torch on the CPU: its solvers never move a tensor to a device"
     # qnbo, qnbo_q0 (ablation: Q = 0), aid_bio (Richardson), amigo_cg (conjugate gradients)
     methods: list[str] = field(default_factory=lambda: ["qnbo", "qnbo_q0", "aid_bio", "amigo_cg"])
     toys: list[str] = checked(factory=lambda: list(TOYS), choices=TOYS)

@@ -96,6 +96,8 @@ class DataConfig:
 
 @dataclass
 class Config(ExperimentConfig):
+    # shared.config.ExperimentConfig.CPU_ONLY: runtime.device=cuda and mixed precision refused
+    CPU_ONLY = "a numpy/MuJoCo simulator and PPO on CPU tensors: nothing moves to a device"
     # resdex (K experts + residual) | scratch (PPO on all objects, full observation)
     # | single_residual (the "power" expert + residual, K = 1) | base_<style> (one expert alone)
     methods: list[str] = field(

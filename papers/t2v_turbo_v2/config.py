@@ -184,6 +184,8 @@ class PaperScaleConfig:
 
 @dataclass
 class Config(ExperimentConfig):
+    # shared.config.ExperimentConfig.CPU_ONLY: runtime.device=cuda and mixed precision refused
+    CPU_ONLY = "toy U-Nets trained on CPU tensors: nothing moves to a device"
     # cd (VCM), cd_rm (+ image and video RMs), cd_rm_mg (+ motion-guided teacher target)
     methods: list[str] = field(default_factory=lambda: ["cd", "cd_rm", "cd_rm_mg"])
     seeds: list[int] = checked(factory=lambda: [0, 1, 2], ge=0)
