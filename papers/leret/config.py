@@ -160,7 +160,7 @@ class PreferenceConfig:
 
 @dataclass
 class Config(ExperimentConfig):
-    # the paper-scale data (data.*, model.path set); the toy reads world.* instead
+    # the paper-scale data (data.*, model.path set) and the toy's world (world.*, no model.path)
     READ_ONLY_WHERE = (
         ReadOnlyWhere(
             keys=tuple(
@@ -179,6 +179,12 @@ class Config(ExperimentConfig):
             ),
             where="a run with model.path set (scale=paper; the toy reads world.*)",
             reads=lambda _, root: root.model.path is not None,
+        ),
+        # and the toy's synthetic world, which a run on the paper's files never builds
+        ReadOnlyWhere(
+            keys=("world",),
+            where="a run without model.path (the toy; scale=paper reads data.*)",
+            reads=lambda _, root: root.model.path is None,
         ),
     )
     # base | few_shot | leret_cd | leret | temperature_only | ipo_flipped
