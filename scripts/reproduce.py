@@ -5,6 +5,7 @@
     python scripts/reproduce.py --paper all --heldout --write     # the held-out seed set
     python scripts/reproduce.py --paper adamcb --check            # HEAD vs the committed file
     python scripts/reproduce.py --paper etcd --scale real --write # the real rung: results/real.json
+    python scripts/reproduce.py --paper gnn_kvariance --scale real --workers 2  # 2 runs at once
 
 ``--write`` stores ``papers/<slug>/results/toy.json`` (per-method mean and std, each claim's
 measured value, threshold and verdict, command, commit, versions, wall time) and the run's main
@@ -142,6 +143,7 @@ def reproduce(
     commit: str | None = None,
     check: bool = False,
     scale: str = "toy",
+    workers: int = 1,
 ) -> Outcome:
     """Run one paper's claims; print their verdicts; optionally write its results file (and
     figure), recording ``commit``, or compare the run with the committed file (``check``)."""
@@ -153,7 +155,9 @@ def reproduce(
         if seeds is not None:
             raise SystemExit("--heldout runs the paper's HELDOUT_SEEDS; drop --seeds")
         seeds = list(claims.HELDOUT_SEEDS)
-    overrides = () if progress else ("runtime.progress=false",)
+    overrides = (() if progress else ("runtime.progress=false",)) + (
+        (f"runtime.workers={workers}",) if workers > 1 else ()
+    )
     results_dir = REPO_ROOT / "papers" / slug / RESULTS_DIR
     with tempfile.TemporaryDirectory(prefix=f"claims-{slug}-") as tmp:
         record = check_claims(
@@ -269,7 +273,16 @@ def run(argv: list[str] | None) -> int:
         help="toy: the toy claims (default); real: the real rung's REAL_CLAIMS, results/real.json",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="(method, seed) runs at once in forked processes (runtime.workers; the numbers do "
+        "not change, a long real rung takes less wall time on more cores)",
+    )
     args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error(f"--workers {args.workers}: run at least one process")
     if args.write and args.check:
         parser.error("--write replaces the committed file and --check compares with it: pick one")
 
@@ -295,6 +308,7 @@ def run(argv: list[str] | None) -> int:
             commit=commit,
             check=args.check,
             scale=args.scale,
+            workers=args.workers,
         )
     column = "real-data claims" if real else ("held-out claims" if args.heldout else "toy claims")
     header, rows = ["paper", column], [[slug, o.claims] for slug, o in outcomes.items()]

@@ -503,9 +503,12 @@ def unknown_key_error(
 
 @cache
 def default_composition(slug: str, scale: str) -> DictConfig:
-    """What ``scale`` composes for ``slug`` by itself, without overrides (cached: read only)."""
+    """What ``scale`` composes for ``slug`` by itself, without overrides (cached, so made read
+    only: every caller shares the one object)."""
     register_schema(slug)
-    return _hydra_compose(slug, scale, ())
+    cfg = _hydra_compose(slug, scale, ())
+    OmegaConf.set_readonly(cfg, True)
+    return cfg
 
 
 def check_read(cfg: DictConfig, default: DictConfig) -> None:

@@ -29,10 +29,7 @@ from shared.tables import markdown_table  # noqa: E402
 from tests.cpu_units import (  # noqa: E402
     CALIBRATION,
     CLAIM_TIME_HEADER,
-    REFERENCE_REPEATS,
-    CpuUnit,
     claim_time_rows,
-    measure_unit,
 )
 from tests.helpers import PAPERS, run_cli, run_smoke  # noqa: E402
 
@@ -107,15 +104,6 @@ def _build_site(folder: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.fixture(scope="session")
-def cpu_unit() -> CpuUnit:
-    """The CPU unit of the claim budgets on this machine now: the reference workload of
-    ``tests/cpu_units.py``, measured once per test process when its first claim check starts
-    (the claims run first, so under pytest-xdist every worker measures it at the same time, on
-    the same busy machine its claims then run on)."""
-    return measure_unit()
-
-
 @pytest.fixture(scope="module")
 def one_thread():
     """One torch intra-op thread for a module of tiny-tensor tests: faster, and far faster on a
@@ -171,8 +159,8 @@ def pytest_terminal_summary(terminalreporter):
     # CPU seconds depend on the machine and its load, units much less: name both beside the table
     terminalreporter.write_line(
         f"CPU: {floatpath.cpu_model()} ({floatpath.cpu_vendor()}), {os.cpu_count()} cores; "
-        f"one unit = the reference workload of tests/cpu_units.py (fastest of "
-        f"{REFERENCE_REPEATS} runs in each test process), {CALIBRATION.reference_s:.2f} CPU s "
+        f"one unit = the reference workload of tests/cpu_units.py (the mean of a run just "
+        f"before and one just after each claim check), {CALIBRATION.reference_s:.2f} CPU s "
         f"on the calibration machine ({CALIBRATION.machine})"
     )
     terminalreporter.write_line(markdown_table(CLAIM_TIME_HEADER, claim_time_rows(_CLAIM_TIMES)))

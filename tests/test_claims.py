@@ -3,7 +3,7 @@ the per-seed metrics of the committed ``results/toy.json`` (exactly, under the f
 or within the tolerance its ``claims.METRIC_TOLERANCES`` states).
 
 The budget is CPU time of this process and its children, not wall seconds, in units of a
-reference workload measured on the same machine at the start of the run
+reference workload run just before and just after the claim check on the same machine
 (``claims.CPU_BUDGET_UNITS``, ``tests/cpu_units.py``): a claim must not fail because the
 machine is shared or slower, nor pass because it is faster. ``tests/conftest.py`` prints every
 claim's CPU seconds, wall seconds and units in one table at the end of the run.
@@ -23,15 +23,14 @@ from shared.entry import (
     reproduce_only,
 )
 from shared.tables import verdict_table
-from tests.cpu_units import over_budget, record_claim_time
-from tests.helpers import cpu_and_wall_clock
+from tests.cpu_units import clock_in_units, over_budget, record_claim_time
 
 pytestmark = pytest.mark.claim
 
 
-def test_toy_claim(slug, tmp_path, record_property, cpu_unit):
+def test_toy_claim(slug, tmp_path, record_property):
     _, claims = paper_modules(slug)
-    with cpu_and_wall_clock() as clock:
+    with clock_in_units() as metered:
         record = check_claims(
             slug,
             tmp_path,
@@ -40,7 +39,7 @@ def test_toy_claim(slug, tmp_path, record_property, cpu_unit):
             overrides=("runtime.progress=false", *getattr(claims, "CI_OVERRIDES", ())),
             methods=getattr(claims, "CI_METHODS", None),  # default: all of claims.METHODS
         )
-    record_claim_time(record_property, clock, claims.CPU_BUDGET_UNITS, cpu_unit)
+    record_claim_time(record_property, metered, claims.CPU_BUDGET_UNITS)
 
     table = verdict_table(record["claims"])
     assert record["claims"], f"{slug}: no claim was evaluated"
@@ -61,7 +60,5 @@ def test_toy_claim(slug, tmp_path, record_property, cpu_unit):
         f"(regenerate it: python scripts/reproduce.py --paper {slug} --write):\n"
         + "\n".join(differences[:20])
     )
-    overrun = over_budget(
-        f"{slug} claim", clock.cpu_s, clock.wall_s, claims.CPU_BUDGET_UNITS, cpu_unit
-    )
+    overrun = over_budget(f"{slug} claim", metered, claims.CPU_BUDGET_UNITS)
     assert overrun is None, overrun

@@ -331,3 +331,11 @@ def test_cpu_only_is_declared_exactly_by_the_papers_that_never_use_the_accelerat
     sources = (PAPERS_DIR / slug).glob("*.py")
     accelerated = any("make_accelerator(cfg.runtime)" in path.read_text() for path in sources)
     assert bool(schema_class(slug).CPU_ONLY) != accelerated
+
+
+def test_the_cached_default_composition_cannot_be_changed_by_a_caller():
+    """check_read and the unknown-key message share one cached object per (paper, scale)."""
+    default = default_composition("leret", "smoke")
+    with pytest.raises(Exception, match="read-only"):
+        default.seeds = [99]
+    assert default_composition("leret", "smoke") is default and default.seeds != [99]

@@ -28,8 +28,8 @@ from shared.entry import (
 from shared.preflight import PreflightError
 from shared.records import read_json
 from shared.tables import verdict_table
-from tests.cpu_units import AIM_FRACTION, over_budget, record_claim_time
-from tests.helpers import cpu_and_wall_clock, require_assets
+from tests.cpu_units import AIM_FRACTION, clock_in_units, over_budget, record_claim_time
+from tests.helpers import require_assets
 
 REAL = real_papers()
 # In units of the reference workload (tests/cpu_units.py); CPU s on the Intel CI machine:
@@ -118,15 +118,15 @@ def test_real_run_without_its_assets_stops_in_one_line(real_slug, tmp_path, monk
     assert not out.exists(), "a refused run must not make its run folder"
 
 
-def test_real_smoke_run(real_slug, tmp_path, record_property, cpu_unit):
+def test_real_smoke_run(real_slug, tmp_path, record_property):
     """The real path end to end on the real files, shortened by REAL_SMOKE_OVERRIDES."""
     train, claims = paper_modules(real_slug)
     require_assets(*train.REAL_ASSETS)
     overrides = ["runtime.progress=false", "runtime.workers=1", *claims.REAL_SMOKE_OVERRIDES]
-    with cpu_and_wall_clock() as clock:
+    with clock_in_units() as metered:
         record = execute(real_slug, compose_dict(real_slug, REAL_SCALE, overrides), tmp_path)
-    record_property("real_smoke_cpu_s", clock.cpu_s)
-    record_property("real_smoke_units", cpu_unit.units(clock.cpu_s))
+    record_property("real_smoke_cpu_s", metered.clock.cpu_s)
+    record_property("real_smoke_units", metered.units())
     for method, metrics in record["metrics"].items():
         for name, stats in metrics.items():
             assert stats["mean"] is None or not math.isinf(stats["mean"]), f"{method}/{name}"
@@ -135,15 +135,13 @@ def test_real_smoke_run(real_slug, tmp_path, record_property, cpu_unit):
     assert [a["name"] for a in record["assets"]] == list(train.REAL_ASSETS)
     overrun = over_budget(
         f"{real_slug}'s real smoke run (aim {SMOKE_AIM_UNITS:.0f} units)",
-        clock.cpu_s,
-        clock.wall_s,
+        metered,
         SMOKE_CEILING_UNITS,
-        cpu_unit,
     )
     assert overrun is None, overrun
 
 
-def test_real_claims_reproduce(real_slug, tmp_path, record_property, cpu_unit):
+def test_real_claims_reproduce(real_slug, tmp_path, record_property):
     """Papers whose whole real claim set is cheap: CI reruns it and gets the committed numbers
     and verdicts. A real claim that fails is a reported finding, so CI pins the verdict the
     committed file reports, not a pass."""
@@ -155,11 +153,11 @@ def test_real_claims_reproduce(real_slug, tmp_path, record_property, cpu_unit):
             "--scale real --check reruns it"
         )
     require_assets(*train.REAL_ASSETS)
-    with cpu_and_wall_clock() as clock:
+    with clock_in_units() as metered:
         record = check_claims(
             real_slug, tmp_path, overrides=("runtime.progress=false",), scale=REAL_SCALE
         )
-    record_claim_time(record_property, clock, claims.REAL_CPU_BUDGET_UNITS, cpu_unit)
+    record_claim_time(record_property, metered, claims.REAL_CPU_BUDGET_UNITS)
     record_property("claim_label", f"{real_slug} (real)")
     committed = read_json(committed_results_path(real_slug, scale=REAL_SCALE))
     committed_by_name = {c["name"]: c for c in committed["claims"]}
@@ -178,9 +176,7 @@ def test_real_claims_reproduce(real_slug, tmp_path, record_property, cpu_unit):
     )
     overrun = over_budget(
         f"{real_slug} real claims",
-        clock.cpu_s,
-        clock.wall_s,
+        metered,
         claims.REAL_CPU_BUDGET_UNITS,
-        cpu_unit,
     )
     assert overrun is None, overrun

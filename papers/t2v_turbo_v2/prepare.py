@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import torch
@@ -23,12 +24,12 @@ from safetensors.torch import load_file, save_file
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from papers.t2v_turbo_v2.config import Config
+from papers.t2v_turbo_v2.config import Config, PrepareConfig
 from papers.t2v_turbo_v2.data import config_split, vocab_size
 from papers.t2v_turbo_v2.method import NoiseSchedule
 from papers.t2v_turbo_v2.model import ClipClassifier, FrameClassifier, SpaceTimeUNet, TextEncoder
 from shared.checkpoint import load_checkpoint, save_checkpoint
-from shared.config import REPO_ROOT, compose, lookup
+from shared.config import REPO_ROOT, compose, default_composition, lookup
 from shared.records import read_json, write_json
 
 ASSET_FILES = (
@@ -54,6 +55,14 @@ MODEL_KEYS = (
     "prepare.rm_width",
     "prepare.eval_width",
     "prepare.eval_pool",
+)
+# The rest of prepare.*, but prepare.assets_dir (where the train command finds the models), is
+# read by this command only: how the committed models were trained and where to checkpoint.
+# The train command would accept a changed value and ignore it, so data_preflight refuses it.
+PREPARE_ONLY_KEYS = tuple(
+    f"prepare.{f.name}"
+    for f in fields(PrepareConfig)
+    if f.name != "assets_dir" and f"prepare.{f.name}" not in MODEL_KEYS
 )
 
 
@@ -301,6 +310,18 @@ def model_key_problems(cfg: Config) -> list[str]:
                 "and run with the same prepare.assets_dir"
             )
     return problems
+
+
+def prepare_only_problems(cfg: Config) -> list[str]:
+    """One line per key of ``PREPARE_ONLY_KEYS`` set to a value other than the scale's own:
+    the train command does not read it (the models in ``prepare.assets_dir`` exist already)."""
+    default = default_composition(cfg.paper, cfg.scale)
+    return [
+        f"{key}={lookup(cfg, key)}: python -m papers.t2v_turbo_v2.train does not read it, only "
+        f"`{COMMAND}` does (it builds the models in prepare.assets_dir); leave it out"
+        for key in PREPARE_ONLY_KEYS
+        if lookup(cfg, key) != lookup(default, key)
+    ]
 
 
 def load_assets(cfg: Config) -> dict[str, torch.nn.Module]:

@@ -42,6 +42,7 @@ from papers.t2v_turbo_v2.prepare import (  # noqa: E402
     assets_manifest_files,
     load_assets,
     model_key_problems,
+    prepare_only_problems,
     video_rm_input,
 )
 from papers.t2v_turbo_v2.student import train_student  # noqa: E402
@@ -64,10 +65,12 @@ def preflight(cfg: Config) -> list[str]:
 def data_preflight(cfg: Config) -> list[str]:
     """The toy (paper scale: ``preflight``), before any work: the keys the committed models
     were built from against their manifest (``prepare.model_key_problems``), and Algorithm 1's
-    record counts against the clips of the training set."""
+    record counts against the clips of the training set; at every scale, the prepare-only keys
+    (``prepare.prepare_only_problems``), which this command never reads."""
+    problems = prepare_only_problems(cfg)
     if cfg.scale == PAPER_SCALE:
-        return []
-    problems = model_key_problems(cfg)
+        return problems
+    problems += model_key_problems(cfg)
     if any(m in (*STUDENTS, GS0_CHECK) for m in cfg.methods):
         problems += record_count_problems(config_split(cfg.data, "train"), cfg)
     return problems

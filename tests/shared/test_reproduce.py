@@ -229,3 +229,21 @@ def _assert_clean_and_pinned(record: dict) -> None:
     assert re.fullmatch(r"[0-9a-f]{40}", record["git_commit"]), record["git_commit"]
     assert record["float_path"]["mode"] == "pinned", record["float_path"]
     assert record["float_path"]["holds"] is True, record["float_path"]
+
+
+def test_workers_fork_the_runs_and_zero_is_refused(reproduce, monkeypatch, capsys):
+    """--workers N reaches the run as runtime.workers=N (the numbers do not change with it)."""
+    seen = []
+    fake = reproduce.check_claims
+    monkeypatch.setattr(
+        reproduce,
+        "check_claims",
+        lambda slug, out_dir, seeds=None, overrides=(), scale=None: (
+            seen.append(overrides) or fake(slug, out_dir, seeds, overrides, scale)
+        ),
+    )
+    assert reproduce.run(["--paper", "adamcb", "--workers", "2", "--no-progress"]) == 0
+    assert seen == [("runtime.progress=false", "runtime.workers=2")]
+    with pytest.raises(SystemExit):
+        reproduce.run(["--paper", "adamcb", "--workers", "0"])
+    assert "--workers 0: run at least one process" in capsys.readouterr().err

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from papers.t2v_turbo_v2.prepare import MODEL_KEYS, model_key_problems
+from papers.t2v_turbo_v2.prepare import (
+    MODEL_KEYS,
+    PREPARE_ONLY_KEYS,
+    model_key_problems,
+    prepare_only_problems,
+)
 from shared.config import REPO_ROOT, ConfigError, compose, lookup
 from shared.records import read_json
 from tests.helpers import refused_at_start
@@ -59,3 +64,24 @@ def test_preprocess_n_motion_3000_is_refused_at_start(tmp_path):
         "t2v_turbo_v2", "smoke", ["preprocess.n_motion=3000"], tmp_path / "run"
     )
     assert "cannot start: preprocess.n_motion=3000: the training set (data.n_train=6000)" in message
+
+
+@pytest.mark.parametrize("override", ["prepare.teacher_steps=100", "prepare.seed=5"])
+def test_a_prepare_only_key_is_refused_by_the_train_command(override, tmp_path):
+    """The train command loads models the prepare command built; it never reads how they were
+    trained, so a changed value would be accepted and ignored."""
+    message = refused_at_start("t2v_turbo_v2", "smoke", [override], tmp_path / "run")
+    assert f"cannot start: {override}: python -m papers.t2v_turbo_v2.train does not read it" in (
+        message
+    )
+    # the paper scale (a local teacher instead of the toy models) reads them no more
+    (problem,) = prepare_only_problems(compose("t2v_turbo_v2", "paper", [override]))
+    assert problem.startswith(f"{override}: python -m papers.t2v_turbo_v2.train does not read")
+
+
+def test_the_prepare_only_keys_are_every_other_prepare_key():
+    cfg = compose("t2v_turbo_v2", "toy")
+    assert prepare_only_problems(cfg) == []
+    prepare_keys = {f"prepare.{name}" for name in vars(cfg.prepare)}
+    assert set(PREPARE_ONLY_KEYS) | set(MODEL_KEYS) | {"prepare.assets_dir"} >= prepare_keys
+    assert not set(PREPARE_ONLY_KEYS) & (set(MODEL_KEYS) | {"prepare.assets_dir"})
