@@ -246,8 +246,9 @@ REAL_CLAIMS = [
     ),
 ]
 
-# Issue 51: the first real protocol's two failing conductance claims (results/real.json, which
-# still holds that protocol's metric, the mean over events, until it is regenerated).
+# Issue 51: the first real protocol's two failing conductance claims (results/real_first.json:
+# that protocol's metric, the mean over events; results/real.json is the rerun with the
+# paper's minimum, where both hold).
 # `python -m papers.em_llm.diagnose --write` wrote results/diagnosis.json (6 test documents,
 # 200 size-matched null draws each, the official conductance() on the same graphs).
 DIAGNOSE = "python -m papers.em_llm.diagnose --write --official /tmp/official-em_llm"
