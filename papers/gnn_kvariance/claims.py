@@ -407,7 +407,10 @@ REAL_CLAIMS = [
 # L = 1, 6 on solubility's 90/10 split (e<epochs>_*) and MUTAG (mutag_e<epochs>_*), seed 1,
 # and the official code on the same solubility graphs (official_*).
 # ----------------------------------------------------------------------------------------
-DIAGNOSE = "python -m papers.gnn_kvariance.diagnose --write --official <driver json>"
+DIAGNOSE = (
+    "python -m papers.gnn_kvariance.diagnose --write --official <driver json> "
+    "--official-mutag <driver json>"
+)
 OFFICIAL_DEPTH = (
     "official code (GCN.py, margin loss, kwl.WL, compute_graph_bound) on the same solubility "
     "graphs and split, seed 1: bound L=1 {official_l1_e400_bound:.2f} -> L=6 "

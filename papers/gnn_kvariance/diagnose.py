@@ -12,10 +12,10 @@ protocol): does the bound grow with depth once the network is the paper's and tr
    (the real run's cap), 100, 200 and 400 epochs of one trajectory (``train_family`` resumes
    from the checkpoint the previous length left). R1 (wins), R2 (median ratio L=6 / L=1) and
    R5 (median ratio F-MPNN / MPNN at L=1) are measured at each length.
-2. **The official code on the same graphs**: ``--official`` reads the JSON the driver outside
-   the repo wrote (the official GCN, margin loss, WL colours and bound on the same prepared
-   graphs and split, seed 1; see the README's "Official code") and stores its numbers beside
-   ours.
+2. **The official code on the same graphs**: ``--official`` (solubility) and
+   ``--official-mutag`` read the JSON the driver outside the repo wrote (the official GCN,
+   margin loss, WL colours and bound on the same prepared graphs and split, seed 1; see the
+   README's "Official code") and store its numbers beside ours.
 3. The real run's numbers (``results/real.json``) are copied into the evidence so the
    diagnoses quote one file.
 """
@@ -51,7 +51,10 @@ from shared.records import read_json
 from shared.runtime import make_accelerator
 
 SLUG = "gnn_kvariance"
-COMMAND = "python -m papers.gnn_kvariance.diagnose --write --official <driver json>"
+COMMAND = (
+    "python -m papers.gnn_kvariance.diagnose --write --official <driver json> "
+    "--official-mutag <driver json>"
+)
 # (family, depth) runs of the epoch trend: R1 / R2 compare the MPNN at L = 1 and 6, R5 the
 # F-MPNN with the MPNN at L = 1
 RUNS = (("mpnn", claims.REAL_SHALLOW), ("mpnn", claims.REAL_DEEP), ("fmpnn_cycles", 1))
@@ -70,7 +73,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     # random: the paper's 90/10 split with seed 41 | shipped: the files' own split
     parser.add_argument("--split", choices=("random", "shipped"), default="random")
     parser.add_argument(
-        "--official", type=Path, default=None, help="the official-code driver's JSON output"
+        "--official",
+        type=Path,
+        default=None,
+        help="the official-code driver's JSON output on the solubility graphs",
+    )
+    parser.add_argument(
+        "--official-mutag",
+        type=Path,
+        default=None,
+        help="the official-code driver's JSON output on the MUTAG graphs",
     )
     parser.add_argument(
         "--trend-json",
@@ -189,19 +201,20 @@ def _slug(text: str) -> str:
     return "_".join(words)[:48].rstrip("_")
 
 
-def official_numbers(path: Path) -> tuple[dict[str, float], dict]:
-    """The official driver's JSON: per run ``L<depth>_e<epochs>``, its bound, gap, ..."""
+def official_numbers(path: Path, prefix: str = "official") -> tuple[dict[str, float], dict]:
+    """The official driver's JSON: per run ``L<depth>_e<epochs>``, its bound, gap, ...
+    (``<prefix>_l<depth>_e<epochs>_<metric>``), and R2's ratio (``<prefix>_e<epochs>_r2_ratio``)."""
     record = json.loads(path.read_text())
     numbers = {}
     for run, metrics in record["runs"].items():
         for metric, value in metrics.items():
-            numbers[f"official_{run.lower()}_{metric}"] = float(value)
+            numbers[f"{prefix}_{run.lower()}_{metric}"] = float(value)
     shallow, deep = claims.REAL_SHALLOW, claims.REAL_DEEP
     for run, metrics in record["runs"].items():  # R2's ratio wherever both depths ran
         depth, length = run.split("_")
         if depth == f"L{deep}" and f"L{shallow}_{length}" in record["runs"]:
             ratio = metrics["bound"] / record["runs"][f"L{shallow}_{length}"]["bound"]
-            numbers[f"official_{length}_r2_ratio"] = float(ratio)
+            numbers[f"{prefix}_{length}_r2_ratio"] = float(ratio)
     return numbers, record
 
 
@@ -257,6 +270,10 @@ def main(argv: list[str] | None = None) -> None:
         official, record = official_numbers(args.official)
         numbers |= official
         details["official"] = record
+    if args.official_mutag is not None:
+        official, record = official_numbers(args.official_mutag, "official_mutag")
+        numbers |= official
+        details["official_mutag"] = record
     numbers |= real_run_numbers(FIRST_RESULTS, "first")
     if REAL_RESULTS.is_file():
         numbers |= real_run_numbers()

@@ -49,6 +49,10 @@ def test_official_numbers_are_flat_and_named_by_run(tmp_path):
     assert numbers["official_l6_e400_bound"] == 7.5 and numbers["official_l1_e400_gap"] == 0.0
     assert numbers["official_e400_r2_ratio"] == pytest.approx(3.0)  # L=6 / L=1
     assert record["runs"]["L6_e400"]["bound"] == 7.5
+    # MUTAG's driver output (--official-mutag) under its own prefix, beside solubility's
+    mutag, _ = diagnose.official_numbers(path, "official_mutag")
+    assert mutag["official_mutag_e400_r2_ratio"] == pytest.approx(3.0)
+    assert not any(key.startswith("official_l") for key in mutag)
 
 
 def test_epochs_must_increase():
