@@ -405,7 +405,8 @@ REAL_CLAIMS = [
 # results/diagnosis.json (python -m papers.gnn_kvariance.diagnose --write): the paper-protocol
 # real run (real_*), the first protocol (first_*), the bound at 50..400 epochs of one run at
 # L = 1, 6 on solubility's 90/10 split (e<epochs>_*) and MUTAG (mutag_e<epochs>_*), seed 1,
-# and the official code on the same solubility graphs (official_*).
+# and the official code on the same solubility graphs (official_*) and MUTAG graphs
+# (official_mutag_*).
 # ----------------------------------------------------------------------------------------
 DIAGNOSE = (
     "python -m papers.gnn_kvariance.diagnose --write --official <driver json> "
@@ -452,8 +453,8 @@ REAL_DIAGNOSES = [
             "x{official_e400_r2_ratio:.2f} at 400 epochs (ours x{e400_r2_ratio:.2f})"
         ),
         reason=(
-            "At the paper's protocol the ratio stays far below 2: x{real_r2:.2f} (3 seeds, 50 "
-            "epochs; first protocol x{first_r2:.2f}), x{e50_r2_ratio:.2f} -> "
+            "At the paper's protocol the ratio stays far below 2: x{real_r2:.2f} (3 seeds, the "
+            "official 400 epochs; first protocol x{first_r2:.2f}), x{e50_r2_ratio:.2f} -> "
             "x{e400_r2_ratio:.2f} from 50 to 400 epochs; longer training raises L_phi and D_c "
             "alike at both depths (400 epochs: L_phi {e400_mpnn_L1_lipschitz:.2f} vs "
             "{e400_mpnn_L6_lipschitz:.2f}, D_c {e400_mpnn_L1_diameter_mean:.1f} vs "
@@ -466,19 +467,22 @@ REAL_DIAGNOSES = [
     ),
     Diagnosis(
         claims=("R3: MPNN bound tracks the gap across L=1..6 (Spearman >= 0.5)",),
-        word="open",
-        headline=("Spearman {real_r3:.2f} at 50 epochs; missing: L=2..5 at the full 400 epochs"),
+        word="protocol",
+        headline=(
+            "Spearman {real_r3:.2f} at the official 400 epochs over L=1..6, 3 seeds (first "
+            "protocol {first_r3:.2f})"
+        ),
         official_headline=(
             "400 epochs: bound and gap both rise from L=1 to L=6 (gap {official_l1_e400_gap:.3f} "
             "-> {official_l6_e400_gap:.3f})"
         ),
         reason=(
-            "At the paper's protocol capped at 50 epochs the Spearman is {real_r3:.2f} (first "
-            "protocol {first_r3:.2f}); at the full 400 epochs both the bound "
-            "({e400_mpnn_L1_bound:.2f} -> {e400_mpnn_L6_bound:.2f}) and the gap "
-            "({e400_mpnn_L1_gap:.3f} -> {e400_mpnn_L6_gap:.3f}) rise from L=1 to L=6, but "
-            "only those two depths were run that long: L=2..5 at 400 epochs over the five "
-            "official seeds are missing"
+            "At the paper's protocol (the official GCN, margin loss and 400 epochs, 3 seeds) the "
+            "Spearman over L=1..6 between the median bound and the mean gap is "
+            "{real_r3:.2f}: holds (first protocol {first_r3:.2f}; the same network capped at 50 "
+            "epochs gave 0.29); in seed 1 both the bound ({e400_mpnn_L1_bound:.2f} -> "
+            "{e400_mpnn_L6_bound:.2f}) and the gap ({e400_mpnn_L1_gap:.3f} -> "
+            "{e400_mpnn_L6_gap:.3f}) rise from L=1 to L=6 at 400 epochs, as the official code's"
         ),
         experiment=DIAGNOSE,
         official=(
@@ -500,7 +504,8 @@ REAL_DIAGNOSES = [
         ),
         reason=(
             "At the paper's protocol (the F-MPNN with cross-entropy, graph_hom.yaml) the "
-            "F-MPNN / MPNN ratio at L=1 is x{real_r5:.2f} (3 seeds, 50 epochs; first protocol "
+            "F-MPNN / MPNN ratio at L=1 is x{real_r5:.2f} (3 seeds, the official 500 / 400 "
+            "epochs; first protocol "
             "x{first_r5:.2f}, whose lr-1e-2 GIN underfit the raw counts) and grows with "
             "training: x{e50_r5_ratio:.2f} at 50, x{e400_r5_ratio:.2f} at 400 epochs (seed 1)"
         ),
@@ -514,41 +519,65 @@ REAL_DIAGNOSES = [
         claims=("MUTAG: MPNN median bound(L=6) >= 2x median bound(L=1) (paper: x32-x38)",),
         word="method",
         headline=(
-            "x{real_mutag_mpnn_median_bound_l_6_2x_median_bound_l_1:.2f} at 100 epochs, "
-            "x{mutag_e400_r2_ratio:.2f} at 400 (seed 1)"
+            "x{real_mutag_mpnn_median_bound_l_6_2x_median_bound_l_1:.2f} at the official 400 "
+            "epochs (3 seeds); lambda-W1 grows, L_phi falls with depth"
         ),
         reason=(
             "On MUTAG, one of the paper's data sets, the ratio is "
-            "x{real_mutag_mpnn_median_bound_l_6_2x_median_bound_l_1:.2f} (3 seeds, 100 epochs)"
-            " and x{mutag_e400_r2_ratio:.2f} at the full 400 epochs "
-            "(seed 1; x{mutag_e50_r2_ratio:.2f} at 50): lambda-W1 grows "
+            "x{real_mutag_mpnn_median_bound_l_6_2x_median_bound_l_1:.2f} (3 seeds, the official "
+            "400 epochs; seed 1 x{mutag_e50_r2_ratio:.2f} at 50 -> x{mutag_e400_r2_ratio:.2f} at "
+            "400): lambda-W1 grows "
             "{mutag_e400_mpnn_L1_w1_mean:.2f} -> {mutag_e400_mpnn_L6_w1_mean:.2f} while "
             "longer training raises L_phi more at L=1 ({mutag_e400_mpnn_L1_lipschitz:.2f} vs "
             "{mutag_e400_mpnn_L6_lipschitz:.2f} at L=6)"
         ),
         experiment=DIAGNOSE,
+        official_headline=(
+            "x{official_mutag_e400_median_r2_ratio:.2f} at 400 epochs ({official_mutag_seeds:.0f}"
+            " seeds; ours x{real_mutag_mpnn_median_bound_l_6_2x_median_bound_l_1:.2f})"
+        ),
         official=(
-            "not run on MUTAG; on solubility the official code gives x{official_e400_r2_ratio:.2f}"
+            "official code (GCN.py, margin loss, kwl.WL, compute_graph_bound) on the same MUTAG "
+            "graphs and split, seed 1: bound L=1 {official_mutag_l1_e400_bound:.2f} -> L=6 "
+            "{official_mutag_l6_e400_bound:.2f} at 400 epochs (x{official_mutag_e400_r2_ratio:.2f};"
+            " x{official_mutag_e50_r2_ratio:.2f} at 50; over seeds 1-{official_mutag_seeds:.0f} "
+            "the ratio of medians is x{official_mutag_e400_median_r2_ratio:.2f}), its lambda-W1 "
+            "{official_mutag_l1_e400_w1_mean:.3f} -> {official_mutag_l6_e400_w1_mean:.3f} equal "
+            "to ours ({mutag_e400_mpnn_L1_w1_mean:.3f} -> {mutag_e400_mpnn_L6_w1_mean:.3f})"
         ),
     ),
     Diagnosis(
-        claims=("MUTAG: MPNN bound tracks the gap across L=1..6 (Spearman >= 0.5)",),
-        word="open",
+        claims=("MUTAG: MPNN bound(L=6) > bound(L=1) in every seed",),
+        word="method",
         headline=(
-            "19 test graphs: the gap moves in steps of 1/19 (Spearman "
-            "{real_mutag_mpnn_bound_tracks_the_gap_across_l_1_6_spe:.2f}); missing: every depth at "
-            "400 epochs, repeated splits"
+            "L=6 above L=1 in {real_mutag_mpnn_bound_l_6_bound_l_1_in_every_seed:.0f} of 3 seeds "
+            "at 400 epochs; the official code: {official_mutag_e400_r1_wins:.0f} of "
+            "{official_mutag_seeds:.0f}"
+        ),
+        official_headline=(
+            "L=6 above L=1 in {official_mutag_e400_r1_wins:.0f} of {official_mutag_seeds:.0f} "
+            "seeds at 400 epochs (median ratio x{official_mutag_e400_median_r2_ratio:.2f})"
         ),
         reason=(
-            "MUTAG's 19 test graphs make the gap a step of 1/19: at 100 epochs the mean gaps "
-            "run from {real_mutag_l4_mpnn_gap:.3f} to {real_mutag_l5_mpnn_gap:.3f} over the "
-            "depths, so the Spearman "
-            "{real_mutag_mpnn_bound_tracks_the_gap_across_l_1_6_spe:.2f} ranks noise; at 400 "
-            "epochs (seed 1) the gap is {mutag_e400_mpnn_L1_gap:.3f} at L=1 and "
-            "{mutag_e400_mpnn_L6_gap:.3f} at L=6; missing: all six depths at 400 epochs over "
-            "5 seeds, or repeated splits"
+            "At the paper's protocol on MUTAG (3 seeds, the official 400 epochs) the L=6 bound "
+            "is above L=1's in {real_mutag_mpnn_bound_l_6_bound_l_1_in_every_seed:.0f} of 3 "
+            "seeds: training raises L_phi at L=1 (seed median "
+            "{real_mutag_l1_mpnn_lipschitz:.2f}) above L=6's ({real_mutag_l6_mpnn_lipschitz:.2f}) "
+            "and cancels lambda-W1's growth ({mutag_e400_mpnn_L1_w1_mean:.2f} -> "
+            "{mutag_e400_mpnn_L6_w1_mean:.2f}); in seed 1 the order flips between 200 and 400 "
+            "epochs ({mutag_e200_mpnn_L1_bound:.2f} < {mutag_e200_mpnn_L6_bound:.2f}, then "
+            "{mutag_e400_mpnn_L1_bound:.2f} > {mutag_e400_mpnn_L6_bound:.2f}). The official code "
+            "on the same graphs orders them the paper's way in only "
+            "{official_mutag_e400_r1_wins:.0f} of {official_mutag_seeds:.0f} seeds: on MUTAG "
+            "the depth order of the bound is within seed noise at the paper's own training"
         ),
         experiment=DIAGNOSE,
-        official="not run on MUTAG",
+        official=(
+            "official code (GCN.py, margin loss, kwl.WL, compute_graph_bound) on the same MUTAG "
+            "graphs and split, seeds 1-{official_mutag_seeds:.0f}, 400 epochs: L=6 above L=1 in "
+            "{official_mutag_e400_r1_wins:.0f} of {official_mutag_seeds:.0f}, median ratio "
+            "x{official_mutag_e400_median_r2_ratio:.2f}; seed 1 {official_mutag_l1_e400_bound:.2f} "
+            "-> {official_mutag_l6_e400_bound:.2f}"
+        ),
     ),
 ]

@@ -55,6 +55,21 @@ def test_official_numbers_are_flat_and_named_by_run(tmp_path):
     assert not any(key.startswith("official_l") for key in mutag)
 
 
+def test_official_seeds_count_r1_wins_and_take_r2_over_seed_medians(tmp_path):
+    bounds = [(2.0, 3.0), (3.0, 2.5), (2.5, 3.5)]  # (L=1, L=6) per seed; seed 2 flips
+    paths = []
+    for seed, (low, high) in enumerate(bounds, start=1):
+        path = tmp_path / f"seed{seed}.json"
+        runs = {"L1_e400": {"bound": low}, "L6_e400": {"bound": high}}
+        path.write_text(json.dumps({"runs": runs}))
+        paths.append(path)
+    numbers, records = diagnose.official_seeds(paths, "official_mutag")
+    assert numbers["official_mutag_e400_r1_wins"] == 2 and numbers["official_mutag_seeds"] == 3
+    assert numbers["official_mutag_e400_median_r2_ratio"] == pytest.approx(3.0 / 2.5)
+    assert numbers["official_mutag_l1_e400_bound"] == 2.0  # the first file's runs, one by one
+    assert len(records) == 3
+
+
 def test_epochs_must_increase():
     with pytest.raises(SystemExit):
         diagnose.parse_args(["--epochs", "200", "100"])
