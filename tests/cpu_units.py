@@ -4,7 +4,7 @@ workload measured on the same machine, around the same claim check.
 A claim check's CPU seconds depend on the machine (resdex measured 111-230 CPU s across this
 project's machines, controlar 133-155) and on its load (a busy neighbour evicts the caches and
 shares the core, so the same arithmetic costs more CPU seconds: on the 2-core Intel machine the
-reference below takes 1.3 CPU s alone and 2.6-3.2 beside three busy processes). A ceiling in
+reference below takes about 1.5 CPU s alone and 2.3-3.2 beside three busy processes). A ceiling in
 seconds therefore fails a claim that is fine on a slow or busy machine and hides one that grew
 on a fast one. The reference workload (:func:`reference_workload`: a small convolutional net
 trained for a few hundred steps, plus a pure-Python loop, the mix of the toys' work) is run
