@@ -21,6 +21,7 @@ def test_numbers_quote_each_milestone_against_pca():
     }
     at = {
         120: {"acc_ratio_r24": 0.80, "kl_r16": 1.0, "kl_r24": 0.5},
+        240: {"acc_ratio_r24": 0.84, "kl_r16": 0.7, "kl_r24": 0.3},
         480: {"acc_ratio_r24": 0.86, "kl_r16": 0.5, "kl_r24": 0.25},
     }
     numbers = diagnose.numbers_from(at, real, seed=0, step_tokens=512, paper_tokens=512 * 480 * 8)
@@ -32,6 +33,9 @@ def test_numbers_quote_each_milestone_against_pca():
     # two doublings from 120 to 480: 0.03 a doubling, 0.04 short of the bar: 4/3 more doublings
     assert numbers["acc_ratio_gain_per_doubling"] == pytest.approx(0.03)
     assert numbers["doublings_to_bar"] == pytest.approx(0.04 / 0.03)
+    # the last doubling alone (240 -> 480) gained 0.02: slower than the run's 0.03
+    assert numbers["acc_ratio_gain_per_doubling_last"] == pytest.approx(0.02)
+    assert numbers["acc_ratio_r24_at_last"] == 0.86 and numbers["kl_ratio_r24_at_last"] == 0.25
     assert numbers["doublings_to_paper"] == pytest.approx(3.0)
     with pytest.raises(ValueError, match="no milestone"):
         diagnose.numbers_from({}, real, seed=0)
