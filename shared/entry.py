@@ -87,7 +87,7 @@ def execute(
     cfg = to_object(cfg_dict) if checked else start_checks(slug, cfg_dict)
     check_float_path(cfg.runtime.float_path)
     train, claims = paper_modules(slug)
-    real_assets = tuple(getattr(train, "REAL_ASSETS", ())) if cfg.scale == REAL_SCALE else ()
+    real_assets = assets_read(train, cfg)
     out_dir = Path(out_dir)
     resolved = to_container(cfg_dict)
     state = process_state(cfg.runtime)
@@ -106,7 +106,9 @@ def execute(
     wall_time, cpu_time = time.perf_counter() - start, _cpu_seconds() - cpu_start
 
     summary = summarise(results, cfg.seeds)
-    verdicts = claim_verdicts(claims, results, cfg.scale)
+    own_files = user_files(train, cfg)
+    # the claims are about the shipped data: a run on a user's own files reports its numbers
+    verdicts = [] if own_files else claim_verdicts(claims, results, cfg.scale)
     metrics, labels = table_spec(claims, cfg.scale, cfg)
     record = {
         "paper": slug,
@@ -127,6 +129,8 @@ def execute(
     }
     if real_assets:
         record["assets"] = assets.record(real_assets)  # name, version and sha256 of each
+    if own_files:
+        record["user_files"] = assets.user_file_record(own_files)  # path, size and sha256
     if state.is_main_process:
         write_json(record, out_dir / RESULT_NAME)
         print(f"\n{slug} ({cfg.scale}), seeds {list(cfg.seeds)}, {wall_time:.1f} s")
@@ -161,8 +165,7 @@ def start_checks(slug: str, cfg_dict: DictConfig) -> Any:
         cfg.scale,
     )
     if cfg.scale in ("paper", REAL_SCALE):
-        real_assets = tuple(getattr(train, "REAL_ASSETS", ())) if cfg.scale == REAL_SCALE else ()
-        problems = assets.missing(real_assets)
+        problems = assets.missing(assets_read(train, cfg))
         # paper scale: train.preflight (data.root, optional packages); the real rung may add
         # checks of its own (train.real_preflight) beside its assets'
         check = getattr(train, "real_preflight" if cfg.scale == REAL_SCALE else "preflight", None)
@@ -176,6 +179,22 @@ def start_checks(slug: str, cfg_dict: DictConfig) -> Any:
     if data_check is not None:
         preflight.check(slug, data_check(cfg), cfg.scale)
     return cfg
+
+
+def assets_read(train: ModuleType, cfg: Any) -> tuple[str, ...]:
+    """The assets a run reads and records: at scale=real, ``train.real_assets(cfg)`` where the
+    config decides (a user's own file in place of the shipped data), else
+    ``train.REAL_ASSETS``; none at the other scales."""
+    if cfg.scale != REAL_SCALE:
+        return ()
+    chooser = getattr(train, "real_assets", None)
+    return tuple(chooser(cfg)) if chooser else tuple(getattr(train, "REAL_ASSETS", ()))
+
+
+def user_files(train: ModuleType, cfg: Any) -> dict[str, str]:
+    """The user's own files a run reads (``train.user_files(cfg)``: config key -> path)."""
+    lister = getattr(train, "user_files", None)
+    return dict(lister(cfg)) if lister else {}
 
 
 def _cpu_seconds() -> float:

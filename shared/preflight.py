@@ -4,7 +4,9 @@ A paper's ``train.py`` may define ``preflight(cfg) -> list[str]``, returning one
 per missing thing ("what to install or put where"). :func:`shared.entry.execute` calls it for
 ``scale=paper`` runs before it touches the run folder, and stops with all problems on one
 line instead of a traceback minutes into the run. A ``scale=real`` run checks the assets its
-``train.REAL_ASSETS`` names (``shared/assets.py``) and ``train.real_preflight(cfg)`` the same way.
+``train.REAL_ASSETS`` names (``shared/assets.py``; ``train.real_assets(cfg)``, where defined, names
+those the config reads, none where a user's own file replaces them) and
+``train.real_preflight(cfg)`` the same way.
 At every scale, ``train.data_preflight(cfg)`` then checks the config against what its enabled
 parts read (an asset a toy's option selects, a data set's columns or size, a committed file's
 recorded config), each problem naming the full key.

@@ -6,6 +6,8 @@ profile, homoskedastic quadratic): n = 100, 40 replications x 50 test points, al
 one generator stream seeded 0 per setting (configs/conformal_bma/toy.yaml).
 """
 
+from pathlib import Path
+
 from shared.claims import Claim, MeanAtLeast, MeanAtMost, MeanWithin, RatioAtMost
 
 SCALE = "toy"
@@ -129,6 +131,24 @@ REAL_LABELS = {
     f"{D}/bma_credible": "BMA credible interval",
     f"{D}/split_conformal": "split conformal (OLS)",
 }
+
+
+def config_labels(cfg) -> dict[str, str]:
+    """A csv setting (a user's table) labels its rows by its file and its candidates' names,
+    not by the diabetes table's."""
+    labels = {}
+    for name, setting in cfg.settings.items():
+        if setting is None or setting.source != "csv" or not setting.path:
+            continue
+        table = Path(setting.path).name
+        for model in setting.models:
+            labels[f"{name}/cb_{model.name}"] = f"CB {model.name} ({table})"
+        labels[f"{name}/cbma"] = f"CBMA ({table})"
+        labels[f"{name}/bma_credible"] = f"BMA credible interval ({table})"
+        labels[f"{name}/split_conformal"] = f"split conformal, OLS ({table})"
+    return labels
+
+
 REAL_CONFORMAL = (
     f"{D}/cb_demographic",
     f"{D}/cb_linear",

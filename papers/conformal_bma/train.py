@@ -17,7 +17,7 @@ from scipy.special import logsumexp
 
 from papers.conformal_bma.claims import LABELS, REAL_LABELS, REAL_PLOT
 from papers.conformal_bma.config import Config, SettingConfig
-from papers.conformal_bma.data import RealTable, load_real, simulate
+from papers.conformal_bma.data import RealDataError, RealTable, load_real, simulate
 from papers.conformal_bma.method import (
     ModelSpec,
     NIGPrior,
@@ -379,6 +379,39 @@ def preflight(cfg: Config) -> list[str]:
 
 
 real_preflight = preflight  # scale=real: the same local-file checks beside REAL_ASSETS'
+
+
+def real_assets(cfg: Config) -> tuple[str, ...]:
+    """The assets this config reads: diabetes only where a setting's source is diabetes."""
+    sources = {s.source for s in enabled_settings(cfg.settings).values()}
+    return REAL_ASSETS if "diabetes" in sources else ()
+
+
+def user_files(cfg: Config) -> dict[str, str]:
+    """Each csv setting's file, by its key (recorded with its sha256)."""
+    return {
+        f"settings.{name}.path": setting.path
+        for name, setting in enabled_settings(cfg.settings).items()
+        if setting.source == "csv" and setting.path
+    }
+
+
+def data_preflight(cfg: Config) -> list[str]:
+    """Every scale, before the first replication: a csv setting's table is read (every cell
+    numeric, its target present) and each candidate's ``columns`` checked against its header,
+    so a misnamed column stops the run at start, naming the setting, the model and the file."""
+    problems = []
+    for name, setting in enabled_settings(cfg.settings).items():
+        if setting.source != "csv" or not setting.path or not setting.target:
+            continue
+        if not Path(setting.path).expanduser().is_file():
+            problems.append(f"settings.{name}.path={setting.path} does not exist")
+            continue
+        try:
+            candidate_specs(setting, load_real(setting, cfg.data_root))
+        except RealDataError as err:
+            problems.append(f"settings.{name}: {err}")
+    return problems
 
 
 def plot_real(cfg: Config, results: Results, path: Path) -> None:

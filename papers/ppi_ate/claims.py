@@ -4,6 +4,9 @@ Setting: configs/ppi_ate/toy.yaml (closed-form DGP, n = 200, N = 4000, alpha = 0
 300 replications from one stream seeded 0).
 """
 
+from pathlib import Path
+
+from papers.ppi_ate.config import CSV_DATASET
 from shared.claims import Claim, Diagnosis, MeanAtLeast, MeanAtMost, MeanWithin, RatioAtMost
 
 SCALE = "toy"
@@ -85,6 +88,16 @@ REAL_LABELS = {
     for s, label in _REAL_NAMES.items()
     for m, name in _REAL_METHOD_NAMES.items()
 }
+
+
+def config_labels(cfg) -> dict[str, str]:
+    """A user's experiment (real_dataset=csv) is labelled by its file's name."""
+    return {
+        f"{s}/{m}": f"{Path(setting.path).name}: {name}"
+        for s, setting in cfg.settings.items()
+        if setting is not None and setting.real_dataset == CSV_DATASET and setting.path
+        for m, name in _REAL_METHOD_NAMES.items()
+    }
 
 
 def _experiment_claims(s: str) -> list[Claim]:

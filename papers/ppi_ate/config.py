@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from shared.config import ExperimentConfig, ReadOnlyWhere, checked, require
 
@@ -36,7 +36,14 @@ REAL_COVARIATES = {
     # LaLonde (1986) via Dehejia & Wahba: NSW and the CPS comparison group
     "nsw_cps": ("age", "educ", "black", "hisp", "marr", "nodegree", "re74", "re75"),
 }
-REAL_DATASET_NAMES = tuple(REAL_COVARIATES)  # real_dataset's choices ("" = none)
+REAL_DATASET_NAMES = tuple(REAL_COVARIATES)  # the shipped experiments (shared/assets.py)
+# real_dataset=csv: a user's own randomised experiment, one CSV whose treatment, outcome and
+# covariate columns the setting names (data.load_experiment_csv)
+CSV_DATASET = "csv"
+# the CSV's own columns, read only by a real_dataset=csv setting
+CSV_KEYS = ("path", "treatment", "outcome", "covariates")
+# configs/ppi_ate/real.yaml's slot for a user's experiment: off until its path names a file
+OWN_SETTING = "own"
 AIPW_VARIANTS = ("correct", "official_code")  # method.py imports it
 # method.split_d2: D2 is cut into a training and an evaluation half of at least two rows each
 MIN_D2_ROWS = 4
@@ -46,6 +53,38 @@ def _check_clip(key: str, clip: list[float]) -> None:
     """A [low, high] clip of propensities (np.clip(e, *clip)); the entries' range is a bound."""
     require(len(clip) == 2, key, clip, "must be [low, high]")
     require(clip[0] <= clip[1], key, clip, "must be [low, high] with low <= high")
+
+
+def is_off(setting: SettingConfig) -> bool:
+    """A real_dataset=csv setting whose path is unset (configs/ppi_ate/real.yaml's ``own``
+    slot, waiting for a user's file): it runs nothing and its other keys are not read."""
+    return setting.generator == REAL and setting.real_dataset == CSV_DATASET and not setting.path
+
+
+def _check_csv_columns(key: str, setting: SettingConfig) -> None:
+    """real_dataset=csv: the file and its columns are named, the covariates at least one, and
+    no column plays two parts (data.load_experiment_csv reads them; the file is checked at
+    start by train.data_preflight)."""
+    for name in ("treatment", "outcome"):
+        require(
+            bool(getattr(setting, name)),
+            f"{key}.{name}",
+            getattr(setting, name),
+            f"real_dataset={CSV_DATASET} with a path needs its treatment and outcome columns",
+        )
+    require(
+        bool(setting.covariates),
+        f"{key}.covariates",
+        setting.covariates,
+        f"real_dataset={CSV_DATASET} needs at least one covariate column",
+    )
+    roles = [setting.treatment, setting.outcome, *setting.covariates]
+    require(
+        len(set(roles)) == len(roles),
+        f"{key}.covariates",
+        setting.covariates,
+        "each column plays one part: the treatment, the outcome and the covariates differ",
+    )
 
 
 @dataclass
@@ -109,8 +148,17 @@ class SettingConfig:
     gp_treatment_lengthscale: list[float] = checked(factory=lambda: [1.0e6, 0.5], gt=0)
     gp_treatment_linear: list[float] = checked(factory=lambda: [0.0, 10.0], ge=0)
     gp_propensity_clip: list[float] = checked(factory=lambda: [0.1, 0.9], gt=0, lt=1)
-    # real (data.REAL_DATASETS): black_politicians | thornton_hiv | nsw_cps
-    real_dataset: str = checked("", choices=("", *REAL_DATASET_NAMES))
+    # real (data.REAL_DATASETS): black_politicians | thornton_hiv | nsw_cps | csv (your own)
+    real_dataset: str = checked("", choices=("", *REAL_DATASET_NAMES, CSV_DATASET))
+    # real_dataset=csv: a randomised experiment as one CSV with a header row; the treatment
+    # column (0/1), the outcome and the covariates by name, every one numeric and complete (a
+    # missing column, a text value, a gap or a non-binary treatment stops the run at start,
+    # naming the file and the column). D1 and the confounded D2 are split from it as for the
+    # shipped experiments; hidden_covariate names one of ``covariates``.
+    path: str | None = None
+    treatment: str | None = None
+    outcome: str | None = None
+    covariates: list[str] | None = None
     # W: a D1 covariate that D2's treatment selection depends on and D2's covariates leave out
     # ("" = none). D2 keeps treated units with probability proportional to p(W) and controls
     # to 1 - p(W), p = clip(sigmoid(logit(pi) + selection_strength u(W)), d2_propensity_clip),
@@ -135,6 +183,24 @@ class Config(ExperimentConfig):
             keys=("settings.*.hidden_covariate",),
             where="a generator=real setting (scale=real)",
             reads=lambda setting, _: setting.generator == REAL,
+        ),
+        ReadOnlyWhere(
+            keys=tuple(f"settings.*.{key}" for key in CSV_KEYS),
+            where=f"a generator=real setting with real_dataset={CSV_DATASET}",
+            reads=lambda setting, _: (
+                setting.generator == REAL and setting.real_dataset == CSV_DATASET
+            ),
+        ),
+        # a csv setting without its file (real.yaml's ``own``) runs nothing: its keys too
+        # (but the three that switch it on: its path, or another generator or data set)
+        ReadOnlyWhere(
+            keys=tuple(
+                f"settings.*.{f.name}"
+                for f in fields(SettingConfig)
+                if f.name not in ("generator", "real_dataset", "path")
+            ),
+            where=f"a real_dataset={CSV_DATASET} setting whose path names the file",
+            reads=lambda setting, _: not is_off(setting),
         ),
     )
     # aipw (D1 only), ppi, d2_only; ablation: ppi_fit_on_d1 (measure of fit on D1's own X)
@@ -162,6 +228,8 @@ class Config(ExperimentConfig):
                 continue
             key = f"settings.{name}"
             real = setting.generator == REAL
+            if is_off(setting):  # real.yaml's own slot before its path is set
+                continue
             _check_clip(f"{key}.d2_propensity_clip", setting.d2_propensity_clip)
             _check_clip(f"{key}.gp_propensity_clip", setting.gp_propensity_clip)
             # data.load_real reads the experiment real_dataset names
@@ -169,11 +237,17 @@ class Config(ExperimentConfig):
                 not real or bool(setting.real_dataset),
                 f"{key}.real_dataset",
                 setting.real_dataset,
-                f"generator=real needs one of {', '.join(REAL_DATASET_NAMES)}",
+                f"generator=real needs one of {', '.join((*REAL_DATASET_NAMES, CSV_DATASET))}",
             )
+            if real and setting.real_dataset == CSV_DATASET:
+                _check_csv_columns(key, setting)
             # data.real_draw hides this covariate from D2 and selects D2's treatment on it
             if real and setting.hidden_covariate:
-                covariates = REAL_COVARIATES.get(setting.real_dataset, ())
+                covariates = (
+                    tuple(setting.covariates or ())
+                    if setting.real_dataset == CSV_DATASET
+                    else REAL_COVARIATES.get(setting.real_dataset, ())
+                )
                 require(
                     setting.hidden_covariate in covariates,
                     f"{key}.hidden_covariate",

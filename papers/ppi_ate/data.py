@@ -19,7 +19,7 @@ from scipy.interpolate import RectBivariateSpline
 from scipy.special import expit
 from scipy.stats import rankdata
 
-from papers.ppi_ate.config import MIN_D2_ROWS, REAL_COVARIATES, SettingConfig
+from papers.ppi_ate.config import CSV_DATASET, MIN_D2_ROWS, REAL_COVARIATES, SettingConfig
 
 
 def independent_streams(rng: np.random.Generator, n: int) -> list[np.random.Generator]:
@@ -277,21 +277,44 @@ def _columns(
             f"{path}: {len(frame)} rows, expected {rows} (a truncated or different file); "
             "refetch with `python scripts/fetch_assets.py causaldata`"
         )
-    needed = [spec.treatment, spec.outcome, *spec.covariates]
+    return _numeric_columns(
+        frame, path, spec.treatment, spec.outcome, spec.covariates, keep_incomplete
+    )
+
+
+def _numeric_columns(
+    frame: pd.DataFrame,
+    path: Path,
+    treatment: str,
+    outcome: str,
+    covariates: tuple[str, ...],
+    keep_incomplete: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(X, A, Y) from a table's named columns; a missing column, a value that is not a number,
+    a gap (unless ``keep_incomplete``: the incomplete rows are dropped) or a treatment that is
+    not 0/1 raises one line naming the file and the column."""
+    needed = [treatment, outcome, *covariates]
     absent = [c for c in needed if c not in frame.columns]
     if absent:
         raise ValueError(f"{path}: missing column(s) {absent}; has {list(frame.columns)}")
-    try:
-        values = frame[needed].astype(np.float64).to_numpy()  # (rows, 2 + p)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{path}: a column of {needed} is not numeric ({err})") from err
+    columns = []
+    for column in needed:
+        try:
+            columns.append(frame[column].astype(np.float64).to_numpy())
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{path}: column {column!r} is not numeric ({err})") from err
+    values = np.stack(columns, axis=1)  # (rows, 2 + p)
     complete = np.all(np.isfinite(values), axis=1)
     if not keep_incomplete and not complete.all():
-        raise ValueError(f"{path}: {int((~complete).sum())} row(s) with a missing value")
+        gaps = {c: int((~np.isfinite(values[:, j])).sum()) for j, c in enumerate(needed)}
+        named = ", ".join(f"{c!r} ({n})" for c, n in gaps.items() if n)
+        raise ValueError(
+            f"{path}: {int((~complete).sum())} row(s) with a missing value, in column(s) {named}"
+        )
     values = values[complete]
     a, y, x = values[:, 0], values[:, 1], values[:, 2:]
     if not set(np.unique(a).tolist()) <= {0.0, 1.0}:
-        raise ValueError(f"{path}: treatment column {spec.treatment!r} is not binary 0/1")
+        raise ValueError(f"{path}: treatment column {treatment!r} is not binary 0/1")
     return x, a.astype(int), y
 
 
@@ -328,6 +351,37 @@ def load_real(name: str, files: dict[str, Path] | None = None) -> RealData:
             raise ValueError(f"{paths[1]}: the comparison group has treated rows")
         external = Dataset(xe, ae, ye)
     return RealData(name, spec.covariates, experiment, external, difference_in_means(a, y))
+
+
+def load_experiment_csv(
+    path: str | Path, treatment: str, outcome: str, covariates: list[str] | tuple[str, ...]
+) -> RealData:
+    """A user's randomised experiment (``real_dataset=csv``): one CSV with a header row.
+
+    The same checks as the shipped experiments', each naming the file and the column: the
+    named columns exist, hold numbers and no gap, the treatment is 0/1 with both arms.
+    ``reference`` is its difference in means, as for the shipped experiments.
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file")
+    try:
+        frame = pd.read_csv(path)
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise ValueError(f"{path}: cannot read it as a CSV ({type(err).__name__})") from err
+    x, a, y = _numeric_columns(frame, path, treatment, outcome, tuple(covariates), False)
+    if set(np.unique(a).tolist()) != {0, 1}:
+        raise ValueError(f"{path}: treatment column {treatment!r} holds one arm only")
+    return RealData(path.name, tuple(covariates), Dataset(x, a, y), None, difference_in_means(a, y))
+
+
+def setting_data(setting: SettingConfig) -> RealData:
+    """A real setting's experiment: a user's CSV (``real_dataset=csv``) or a shipped one."""
+    if setting.real_dataset == CSV_DATASET:
+        return load_experiment_csv(
+            setting.path, setting.treatment, setting.outcome, setting.covariates
+        )
+    return load_real(setting.real_dataset)
 
 
 def n_d1_problem(n_d1: int, data: RealData) -> str:

@@ -14,17 +14,17 @@ from pathlib import Path
 
 import numpy as np
 
-from papers.ppi_ate.claims import LABELS, REAL_LABELS
-from papers.ppi_ate.config import REAL, Config, SettingConfig
+from papers.ppi_ate.claims import LABELS, REAL_LABELS, config_labels
+from papers.ppi_ate.config import CSV_DATASET, REAL, Config, SettingConfig, is_off
 from papers.ppi_ate.data import (
     REAL_ASSET,
     TOY_TRUE_ATE,
     Dataset,
     gp_draw,
-    load_real,
     make_gp_world,
     n_d1_problem,
     real_draw,
+    setting_data,
     toy_draw,
 )
 from papers.ppi_ate.method import (
@@ -54,21 +54,58 @@ METHODS = ("aipw", "ppi", "d2_only", "ppi_fit_on_d1")
 REAL_ASSETS = (REAL_ASSET,)  # scale=real reads causaldata's files (shared/assets.py)
 
 
+def active_settings(cfg: Config) -> dict[str, SettingConfig]:
+    """The settings that run: not null, and not a csv slot still without its file."""
+    active = {n: s for n, s in enabled_settings(cfg.settings).items() if not is_off(s)}
+    if not active:
+        raise ValueError(
+            "no settings to run: every one is null or a csv slot without its file "
+            "(settings.own.path=<your experiment.csv>)"
+        )
+    return active
+
+
+def _real_settings(cfg: Config) -> dict[str, SettingConfig]:
+    return {n: s for n, s in active_settings(cfg).items() if s.generator == REAL}
+
+
+def real_assets(cfg: Config) -> tuple[str, ...]:
+    """The assets this config reads: causaldata, unless every real setting is a user's CSV."""
+    own = all(s.real_dataset == CSV_DATASET for s in _real_settings(cfg).values())
+    return () if own and _real_settings(cfg) else REAL_ASSETS
+
+
+def user_files(cfg: Config) -> dict[str, str]:
+    """Each real_dataset=csv setting's file, by its key (recorded with its sha256)."""
+    return {
+        f"settings.{name}.path": setting.path
+        for name, setting in _real_settings(cfg).items()
+        if setting.real_dataset == CSV_DATASET
+    }
+
+
 def data_preflight(cfg: Config) -> list[str]:
     """Every scale, before the first replication: each enabled real setting's experiment is
-    read once and the keys only its data can check (D1's size against its usable units) are
-    refused naming the full key, instead of after the settings before it have run. A missing
-    asset is named instead (scale=real has checked it already, through REAL_ASSETS)."""
-    real = {n: s for n, s in enabled_settings(cfg.settings).items() if s.generator == REAL}
-    if not real:
-        return []
-    absent = assets.missing(REAL_ASSETS)
+    read once (a user's CSV checked column by column) and the keys only its data can check
+    (D1's size against its usable units) are refused naming the full key, instead of after the
+    settings before it have run. A missing asset is named instead (scale=real has checked it
+    already, through ``real_assets``)."""
+    real = _real_settings(cfg)
+    shipped = [name for name, s in real.items() if s.real_dataset != CSV_DATASET]
+    absent = assets.missing(REAL_ASSETS) if shipped else []
     if absent:
-        keys = ", ".join(f"settings.{name}.generator" for name in real)
+        keys = ", ".join(f"settings.{name}.generator" for name in shipped)
         return [f"{keys}={REAL} reads {REAL_ASSET}: {problem}" for problem in absent]
     problems = []
     for name, setting in real.items():
-        problem = n_d1_problem(setting.n_d1, load_real(setting.real_dataset))
+        try:
+            data = setting_data(setting)
+        except ValueError as err:  # a user's file: the message names the file and the column
+            if setting.real_dataset != CSV_DATASET:
+                raise
+            problems.append(f"settings.{name}.path: {err}")
+            continue
+        problem = n_d1_problem(setting.n_d1, data)
         if problem:
             problems.append(f"settings.{name}.n_d1={setting.n_d1}: {problem}")
     return problems
@@ -217,7 +254,7 @@ def run_real_setting(
     """Random splits of one real experiment (``data.real_draw``): coverage of the full
     experiment's difference in means, mean half-width and bias per method, the bias in units
     of AIPW's mean half-width, and the covariate-shift check's flag rate and mean max |SMD|."""
-    data = load_real(setting.real_dataset)
+    data = setting_data(setting)
     reference = data.reference
 
     def one_replication(rep: int, rng: np.random.Generator) -> dict[str, list[float]]:
@@ -253,7 +290,7 @@ def run_real_setting(
 
 def plot_intervals(curves: dict, metrics: dict, cfg: Config, path: Path) -> None:
     """Estimate ± half-width of the first replications, per setting and method."""
-    labels, settings = LABELS | REAL_LABELS, enabled_settings(cfg.settings)
+    labels, settings = LABELS | REAL_LABELS | config_labels(cfg), active_settings(cfg)
     names = list(curves)
     fig, axes = plt.subplots(1, len(names), figsize=(5.6 * len(names), 4.6), dpi=120, squeeze=False)
     for ax, name in zip(axes[0], names, strict=True):
@@ -289,7 +326,7 @@ def plot_intervals(curves: dict, metrics: dict, cfg: Config, path: Path) -> None
 def run(cfg: Config, out_dir: Path) -> Results:
     """Every setting (with resume), the interval plot, and the per-method results."""
     check_names("methods", cfg.methods, METHODS)
-    settings = enabled_settings(cfg.settings)
+    settings = active_settings(cfg)
     logger = MetricsLogger(Path(out_dir) / "metrics.jsonl")
     per_setting, curves = run_grid(
         list(settings),

@@ -24,9 +24,10 @@ from papers.conformal_bma.data import (
 )
 from papers.conformal_bma.method import ModelSpec
 from papers.conformal_bma.train import candidate_comparison, candidate_specs, preflight
+from shared.assets import sha256_of
 from shared.config import compose, compose_dict
 from shared.entry import execute
-from tests.helpers import require_assets
+from tests.helpers import refused_at_start, require_assets
 
 
 @pytest.fixture
@@ -180,3 +181,51 @@ def test_real_path_end_to_end_on_the_smoke_overrides(diabetes_files, tmp_path):
     assert {v["name"] for v in record["claims"]} == {c.name for c in claims.REAL_CLAIMS}
     assert (tmp_path / claims.REAL_PLOT).is_file()
     shutil.rmtree(tmp_path)
+
+
+def _user_table(tmp_path):
+    """A user's numeric table: y = 1 + 2 u - v + noise, 60 rows."""
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame(rng.normal(size=(60, 3)), columns=["u", "v", "w"])
+    frame["y"] = 1.0 + 2.0 * frame.u - frame.v + 0.3 * rng.normal(size=60)
+    path = tmp_path / "mine.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _own(path, *extra: str) -> list[str]:
+    """The real rung on a user's table (issue 53): the diabetes slot's source switched to csv,
+    its candidates named after the table's header."""
+    return [
+        "settings.diabetes.source=csv",
+        f"settings.diabetes.path={path}",
+        "settings.diabetes.target=y",
+        "settings.diabetes.models=[{name:u_only,degree:1,columns:[u]},{name:linear,degree:1}]",
+        *extra,
+    ]
+
+
+def test_a_candidate_column_the_table_lacks_is_refused_at_start(tmp_path):
+    path = _user_table(tmp_path)
+    overrides = _own(path, "settings.diabetes.models=[{name:age_only,degree:1,columns:[age]}]")
+    message = refused_at_start("conformal_bma", "real", overrides, tmp_path / "run")
+    assert message.startswith("papers.conformal_bma scale=real cannot start: settings.diabetes: ")
+    assert f"model 'age_only' asks for columns ['age']; {path} has input columns" in message
+    text = tmp_path / "text.csv"
+    text.write_text("u,y\n1,2\nmany,3\n4,5\n")
+    message = refused_at_start("conformal_bma", "real", _own(text), tmp_path / "run")
+    assert "text.csv, column 'u', line 3: value 'many'" in message
+
+
+def test_one_run_on_a_users_table_needs_no_asset_and_records_the_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("ICLR25_ASSETS", str(tmp_path / "empty_cache"))  # diabetes absent
+    path = _user_table(tmp_path)
+    overrides = [*_own(path), *claims.REAL_SMOKE_OVERRIDES, "n_train=40", "runtime.progress=false"]
+    record = execute("conformal_bma", compose_dict("conformal_bma", "real", overrides), tmp_path)
+    metrics = record["metrics"]
+    for method in ("cb_u_only", "cb_linear", "cbma", "split_conformal"):
+        assert metrics[f"diabetes/{method}"]["length"]["mean"] > 0
+    assert "assets" not in record and record["claims"] == []
+    [recorded] = record["user_files"]
+    assert recorded["key"] == "settings.diabetes.path" and recorded["sha256"] == sha256_of(path)
+    assert record["labels"]["diabetes/cb_u_only"] == "CB u_only (mine.csv)"

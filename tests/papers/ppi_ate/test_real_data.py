@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from papers.ppi_ate.config import SettingConfig
+from papers.ppi_ate.config import SettingConfig, is_off
 from papers.ppi_ate.data import (
     REAL_ASSET,
     REAL_DATASETS,
@@ -244,8 +244,9 @@ def test_shift_check_math():
 
 def test_real_config_composes_with_its_three_experiments():
     cfg = compose("ppi_ate", REAL_SCALE)
-    settings = {k: v for k, v in cfg.settings.items() if v is not None}
+    settings = {k: v for k, v in cfg.settings.items() if v is not None and not is_off(v)}
     assert set(settings) == {"politicians", "hiv", "lalonde"}
+    assert is_off(cfg.settings["own"])  # the slot for a user's CSV, off until its path is set
     assert {s.real_dataset for s in settings.values()} == {
         "black_politicians",
         "thornton_hiv",
