@@ -6,11 +6,12 @@ from dataclasses import dataclass, field
 
 from papers.etcd.data import SACHS_ROW_SETS
 from papers.etcd.method import CLUSTER_ORDERS
-from shared.config import ExperimentConfig, checked, require, require_choices
+from shared.config import ExperimentConfig, ReadOnlyWhere, checked, require, require_choices
 
 METHODS = ("etcd", "etcd_no_error", "direct_lingam", "gin")
 SIMULATED_GRAPHS = ("case4", "violating")
 REAL_SETS = ("holzinger_swineford", "sachs")  # real data sets a ``graphs`` entry may name
+OWN = "own"  # a user's own data set (the ``own`` section), also a ``graphs`` entry
 
 
 @dataclass
@@ -72,19 +73,44 @@ class RealDataConfig:
 
 
 @dataclass
+class OwnDataConfig:
+    """A user's data set (``graphs: [own]``): one numeric CSV, a column per observed variable,
+    read and checked at start like the shipped sets (data.load_own)."""
+
+    path: str | None = None  # the CSV: a header row, numbers only, no gaps
+    columns: list[str] | None = None  # the variables, by name (None: every column)
+    log: bool = False  # natural log of each variable first (positive, skewed data, as Sachs)
+    # optional, to score the graph: the known cluster of each variable, in ``columns`` order
+    # (cluster ARI against ETCD's, as Holzinger-Swineford's abilities) ...
+    clusters: list[str] | None = None
+    # ... and/or a CSV of known edges, columns Cause and Effect (directed F1, as Sachs)
+    edges: str | None = None
+
+
+@dataclass
 class Config(ExperimentConfig):
+    # the own section is read only where graphs names it
+    READ_ONLY_WHERE = (
+        ReadOnlyWhere(
+            keys=(OWN,),
+            where=f"a run whose graphs name {OWN}",
+            reads=lambda _, cfg: OWN in cfg.graphs,
+        ),
+    )
     # shared.config.ExperimentConfig.CPU_ONLY: runtime.device=cuda and mixed precision refused
     CPU_ONLY = "numpy and scipy conditional-independence tests: no tensor goes to a device"
     # etcd (error signal on), etcd_no_error (ablation), direct_lingam; gin (paper scale only)
     methods: list[str] = field(default_factory=lambda: ["etcd", "etcd_no_error", "direct_lingam"])
-    # simulated graphs (case4, violating) and/or real data sets (holzinger_swineford, sachs)
+    # simulated graphs (case4, violating) and/or real data sets (holzinger_swineford, sachs,
+    # own: a user's CSV, the own section)
     graphs: list[str] = checked(
-        factory=lambda: ["case4", "violating"], choices=(*SIMULATED_GRAPHS, *REAL_SETS)
+        factory=lambda: ["case4", "violating"], choices=(*SIMULATED_GRAPHS, *REAL_SETS, OWN)
     )
     seeds: list[int] = checked(factory=lambda: list(range(10)), ge=0)
     data: DataConfig = field(default_factory=DataConfig)
     algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
     real: RealDataConfig = field(default_factory=RealDataConfig)
+    own: OwnDataConfig = field(default_factory=OwnDataConfig)
     lingam_threshold: float = checked(0.25, ge=0)  # |b| above which DirectLiNGAM declares an edge
     gin_alpha: float = checked(0.05, gt=0, lt=1)  # GIN's independence-test level (paper scale)
     plot_seed: int = checked(0, ge=0)  # the seed whose recovered graph is drawn
@@ -93,6 +119,16 @@ class Config(ExperimentConfig):
         super().validate()
         require_choices("methods", self.methods, METHODS)
         require(bool(self.graphs), "graphs", self.graphs, "name at least one graph or data set")
+        if OWN in self.graphs:  # data.load_own: the file is checked at start (data_preflight)
+            own = self.own
+            require(bool(own.path), "own.path", own.path, f"graphs={OWN} needs the CSV's path")
+            if own.clusters is not None and own.columns is not None:
+                require(
+                    len(own.clusters) == len(own.columns),
+                    "own.clusters",
+                    own.clusters,
+                    f"one cluster per variable of own.columns ({len(own.columns)})",
+                )
         d = self.data
         require(
             d.n >= d.min_samples,

@@ -396,6 +396,17 @@ def _numeric_block(table, path: Path, columns: tuple[str, ...] | list[str]) -> n
     return block
 
 
+def read_edges(path: Path, names, rows: int | None = None) -> list[tuple[str, str]]:
+    """A known graph's (cause, effect) edges from a CSV with columns Cause and Effect; an edge
+    naming a variable outside ``names`` is refused, naming the file."""
+    target = read_csv_table(path, ("Cause", "Effect"), rows=rows)
+    edges = [(str(c), str(e)) for c, e in zip(target["Cause"], target["Effect"], strict=True)]
+    unknown = sorted({v for edge in edges for v in edge} - set(names))
+    if unknown:
+        raise ValueError(f"{path}: edges name unknown variable(s) {unknown}")
+    return edges
+
+
 def _asset_files(name: str) -> dict[str, Path]:
     from shared.assets import require
 
@@ -460,17 +471,79 @@ def load_sachs(
         raise ValueError(f"{data_path}: intensities must be positive (the rung takes logs)")
     if rows == "observational":
         X = X[:, :SACHS_OBSERVATIONAL_ROWS]
-    target = read_csv_table(target_path, ("Cause", "Effect"), rows=SACHS_CONSENSUS_EDGES)
-    edges = [(str(c), str(e)) for c, e in zip(target["Cause"], target["Effect"], strict=True)]
-    unknown = sorted({v for edge in edges for v in edge} - set(SACHS_PROTEINS))
-    if unknown:
-        raise ValueError(f"{target_path}: edges name unknown variable(s) {unknown}")
+    edges = read_edges(target_path, SACHS_PROTEINS, rows=SACHS_CONSENSUS_EDGES)
     return RealDataset(
         name="sachs",
         X=X,
         names=list(SACHS_PROTEINS),
         edges=edges,
         source=f"cdt 0.6.0: cdt/data/resources/{SACHS_DATA_FILE}, {SACHS_TARGET_FILE}",
+    )
+
+
+def load_own(
+    path: str | Path,
+    columns: list[str] | None = None,
+    clusters: list[str] | None = None,
+    edges: str | Path | None = None,
+    log: bool = False,
+) -> RealDataset:
+    """A user's data set (``graphs: [own]``): one CSV, a column per observed variable.
+
+    Args:
+        path: the CSV (a header row; numbers only, no gaps).
+        columns: the variables to read, by name (default: every column).
+        clusters: the known cluster of each variable, in ``columns`` order (optional).
+        edges: a CSV of known edges, columns ``Cause`` and ``Effect`` (optional).
+        log: the rung takes logs: every value must be positive.
+
+    Returns:
+        The data set, X of shape (p, n), with its clusters and edges where given.
+
+    Raises:
+        ValueError: one line naming the file and the column (a missing column, a gap or a
+            value that is not a number, a value a log needs positive) or the key (a cluster
+            list of the wrong length, an edge naming an unknown variable).
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file")
+    table = read_csv_table(path, columns or [])
+    names = [str(c) for c in (columns or table.columns)]
+    if len(names) < 2:
+        raise ValueError(f"{path}: ETCD needs at least two variables, got {names}")
+    X = _numeric_block(table, path, names).T  # (p, n)
+    constant = [names[i] for i in range(len(names)) if np.ptp(X[i]) == 0]
+    if constant:  # z-scoring divides by the spread; a constant carries no signal
+        raise ValueError(f"{path}: column(s) {constant} hold one value only")
+    if log:
+        nonpositive = [names[i] for i in range(len(names)) if np.any(X[i] <= 0)]
+        if nonpositive:
+            raise ValueError(
+                f"{path}: own.log takes logs, column(s) {nonpositive} hold values <= 0"
+            )
+    labels, cluster_names = None, None
+    if clusters is not None:
+        if len(clusters) != len(names):
+            raise ValueError(
+                f"own.clusters: {len(clusters)} labels for the {len(names)} variables of {path}"
+            )
+        cluster_names = list(dict.fromkeys(str(c) for c in clusters))
+        labels = np.array([cluster_names.index(str(c)) for c in clusters])
+    known_edges = None
+    if edges is not None:
+        edges = Path(edges).expanduser()
+        if not edges.is_file():
+            raise ValueError(f"{edges}: no such file (own.edges)")
+        known_edges = read_edges(edges, names)
+    return RealDataset(
+        name="own",
+        X=X,
+        names=names,
+        clusters=labels,
+        cluster_names=cluster_names,
+        edges=known_edges,
+        source=str(path),
     )
 
 

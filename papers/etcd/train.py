@@ -35,12 +35,13 @@ import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from papers.etcd.config import METHODS, REAL_SETS, Config  # noqa: E402
+from papers.etcd.config import METHODS, OWN, REAL_SETS, Config  # noqa: E402
 from papers.etcd.data import (  # noqa: E402
     LatentGraph,
     RealDataset,
     case4_graph,
     load_holzinger_swineford,
+    load_own,
     load_sachs,
     prepare,
     sample_weights,
@@ -228,6 +229,40 @@ def draw_graphs(cfg: Config, path: Path) -> None:
 # ------------------------------------------------------------------------------------------
 # The real rung
 # ------------------------------------------------------------------------------------------
+def real_assets(cfg: Config) -> tuple[str, ...]:
+    """The shipped data sets this config's ``graphs`` name (not a user's own)."""
+    return tuple(name for name in REAL_ASSETS if name in cfg.graphs)
+
+
+def user_files(cfg: Config) -> dict[str, str]:
+    """A user's CSV and known-edges file (``graphs: [own]``), recorded with their sha256."""
+    if OWN not in cfg.graphs:
+        return {}
+    files = {"own.path": cfg.own.path}
+    if cfg.own.edges:
+        files["own.edges"] = cfg.own.edges
+    return files
+
+
+def data_preflight(cfg: Config) -> list[str]:
+    """Every scale, before the first seed: a user's CSV (``graphs: [own]``) is read and
+    checked (data.load_own: each problem names the file and the column), and its rows
+    counted against ETCD's floor (``data.min_samples``, the independence tests' minimum)."""
+    if OWN not in cfg.graphs:
+        return []
+    try:
+        dataset, X = load_real(OWN, cfg)
+    except ValueError as err:
+        return [f"own.path: {err}"]
+    floor = cfg.data.min_samples
+    if X.shape[1] < floor:
+        return [
+            f"own.path={cfg.own.path}: {X.shape[1]} rows, ETCD's independence tests need at "
+            f"least data.min_samples={floor} (and far more to find a graph: see the README)"
+        ]
+    return []
+
+
 def load_real(name: str, cfg: Config) -> tuple[RealDataset, np.ndarray]:
     """A real data set and the array the methods see, (p, n): the first ``max_samples`` rows
     (all if 0), Sachs logged if ``sachs_log``, every variable z-scored if ``standardize``."""
@@ -236,6 +271,10 @@ def load_real(name: str, cfg: Config) -> tuple[RealDataset, np.ndarray]:
         dataset, log = load_holzinger_swineford(), False
     elif name == "sachs":
         dataset, log = load_sachs(r.sachs_rows), r.sachs_log
+    elif name == OWN:
+        own = cfg.own
+        dataset = load_own(own.path, own.columns, own.clusters, own.edges, own.log)
+        log = own.log
     else:
         raise ValueError(f"unknown real data set {name!r}; choose from {list(REAL_SETS)}")
     X = dataset.X[:, : r.max_samples] if r.max_samples > 0 else dataset.X
@@ -300,7 +339,7 @@ def run_real_seed(name: str, seed: int, cfg: Config, run_dir: Path) -> RunOutput
     if {"etcd", "etcd_no_error"} & set(cfg.methods):
         result = etcd(X, settings_from(cfg, error=False), np.random.default_rng(seed))
         found = real_graph_metrics(dataset, result.adjacency, cfg)
-        if dataset.clusters is not None:
+        if name == "holzinger_swineford":
             found["latent_order"] = hs_latent_order(
                 indicator_clusters(result.adjacency, p), dataset.clusters, result.order
             )
@@ -343,6 +382,17 @@ def _known_graph(name: str, cfg: Config) -> tuple[np.ndarray, list[str], int, st
         A = np.zeros((p + 3, p + 3))
         A[np.arange(p), p + ds.clusters] = 1.0
         return A, ds.names + ds.cluster_names, p, "known: three abilities (order unknown)"
+    if name == OWN:
+        ds, _ = load_real(OWN, cfg)
+        p = len(ds.names)
+        if ds.edges is not None:
+            return ds.adjacency(), ds.names, p, f"known: your {len(ds.edges)} edges"
+        if ds.clusters is not None:
+            k = len(ds.cluster_names)
+            A = np.zeros((p + k, p + k))
+            A[np.arange(p), p + ds.clusters] = 1.0
+            return A, ds.names + ds.cluster_names, p, f"known: your {k} clusters"
+        return None, ds.names, p, "known: nothing given (own.clusters, own.edges)"
     ds = load_sachs(cfg.real.sachs_rows)
     return ds.adjacency(), ds.names, len(ds.names), "known: consensus graph (18 edges)"
 
@@ -352,7 +402,7 @@ def draw_real(cfg: Config, out_dir: Path, path: Path) -> None:
     ETCD's graph (the one it finds even where its error signal fires, so marked) and
     DirectLiNGAM's. Holzinger-Swineford's tests are coloured by their known ability."""
     rows = []
-    for name in (n for n in REAL_SETS if n in cfg.graphs):
+    for name in (n for n in (*REAL_SETS, OWN) if n in cfg.graphs):
         file = Path(out_dir) / "runs" / f"{name}-s{cfg.plot_seed}" / REAL_GRAPH_FILE
         if file.is_file():  # else plot_seed was not among the seeds run
             rows.append((name, json.loads(file.read_text())))
@@ -403,7 +453,11 @@ def draw_real(cfg: Config, out_dir: Path, path: Path) -> None:
                     v: circle[v] if v in circle else 0.3 * np.array([np.cos(k), np.sin(k)])
                     for k, v in enumerate(all_names)
                 }
-                heading = f"Sachs ({cfg.real.sachs_rows} rows, log)"
+                heading = (
+                    f"your data ({Path(cfg.own.path).name})"
+                    if name == OWN
+                    else f"Sachs ({cfg.real.sachs_rows} rows, log)"
+                )
             nx.draw_networkx(
                 g, pos, ax=ax, node_color=colors, node_size=600, font_size=7, arrowsize=11
             )
@@ -419,7 +473,7 @@ def run(cfg: Config, out_dir: Path) -> Results:
     check_names("methods", cfg.methods, METHODS)
 
     def one_run(name: str, seed: int, run_dir: Path) -> RunOutput:
-        if name in REAL_SETS:
+        if name in (*REAL_SETS, OWN):
             return run_real_seed(name, seed, cfg, run_dir)
         return run_graph_seed(name, seed, cfg)[0]
 
@@ -434,7 +488,7 @@ def run(cfg: Config, out_dir: Path) -> Results:
     results = by_setting(per_graph)
     if "case4" in cfg.graphs:
         draw_graphs(cfg, Path(out_dir) / "graphs.png")
-    if set(REAL_SETS) & set(cfg.graphs):
+    if {*REAL_SETS, OWN} & set(cfg.graphs):
         draw_real(cfg, Path(out_dir), Path(out_dir) / REAL_PLOT)
     return results
 
