@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
-from shared.config import ExperimentConfig, TrainLoopConfig, checked, require, require_choices
+from shared.config import (
+    ExperimentConfig,
+    ReadOnlyWhere,
+    TrainLoopConfig,
+    checked,
+    require,
+    require_choices,
+)
 
 # The names the code accepts, defined only here so that the schema imports nothing of the paper
 # (data.py, model.py, method.py and train.py import them from here; model.LOSSES and
@@ -12,8 +19,13 @@ from shared.config import ExperimentConfig, TrainLoopConfig, checked, require, r
 TOY_SOURCES = ("regular", "gnp")
 PAPER_SOURCES = ("tudataset", "moleculenet")
 REAL_SOURCES = ("solubility", "mutag")
+# a user's own graphs: a CSV of SMILES and labels (RDKit builds the graphs, as for solubility)
+# or a folder of TU text files (read as MUTAG's); configs/gnn_kvariance/real.yaml's own task
+OWN_SOURCES = ("smiles_csv", "tu_folder")
 SHIPPED_SPLIT_SOURCES = ("solubility",)  # the sources whose files ship a train / test split
-SOURCES = (*TOY_SOURCES, *PAPER_SOURCES, *REAL_SOURCES)
+SOURCES = (*TOY_SOURCES, *PAPER_SOURCES, *REAL_SOURCES, *OWN_SOURCES)
+# the keys only a user's source reads
+OWN_KEYS = ("path", "smiles", "target", "max_unparsed_share")
 SPLITS = ("random", "shipped")  # pooled 90/10 train_test_split | the files' own train / test
 LABEL_RULES = ("triangles", "triangle_density")
 ARCHITECTURES = ("gin", "gcn")
@@ -49,6 +61,16 @@ class TaskConfig:
     # a cap on every family's epochs on this task (None: no cap): a CPU cut of the paper's
     # 400 / 500 epochs where a data set is too large to train that long on one core
     max_epochs: int | None = checked(None, ge=1)
+    # smiles_csv / tu_folder (a user's own graphs): the CSV, or the folder holding
+    # <name>_A.txt, <name>_graph_indicator.txt, <name>_graph_labels.txt and
+    # <name>_node_labels.txt; None: the task is off (real.yaml's own slot)
+    path: str | None = None
+    # smiles_csv: the SMILES column and the label column (any values; classes in sorted order)
+    smiles: str | None = None
+    target: str | None = None
+    # smiles_csv: the share of SMILES RDKit cannot parse that is dropped (counted, reported);
+    # more stops the run at start
+    max_unparsed_share: float = checked(0.05, ge=0, le=1)
     # toy generators (brief Sec. 5)
     n_train: int = checked(100, ge=1)
     n_test: int = checked(1000, ge=1)
@@ -136,8 +158,28 @@ class DataConfig:
     use_node_attr: bool = True
 
 
+def is_off(task: TaskConfig) -> bool:
+    """A user's task whose path is unset (real.yaml's ``own`` slot): it runs nothing."""
+    return task.source in OWN_SOURCES and not task.path
+
+
 @dataclass
 class Config(ExperimentConfig):
+    READ_ONLY_WHERE = (
+        ReadOnlyWhere(
+            keys=tuple(f"tasks.*.{key}" for key in OWN_KEYS),
+            where=f"a task whose source is {' or '.join(OWN_SOURCES)}",
+            reads=lambda task, _: task.source in OWN_SOURCES,
+        ),
+        # an own task without its file runs nothing: its other keys are not read either
+        ReadOnlyWhere(
+            keys=tuple(
+                f"tasks.*.{f.name}" for f in fields(TaskConfig) if f.name not in ("source", "path")
+            ),
+            where="a smiles_csv or tu_folder task whose path names its file",
+            reads=lambda task, _: not is_off(task),
+        ),
+    )
     methods: list[str] = field(default_factory=lambda: ["mpnn", "fmpnn"])  # keys of families
     seeds: list[int] = checked(factory=lambda: [0, 1, 2], ge=0)
     # name -> task; null disables a task inherited from another config file
@@ -154,8 +196,12 @@ class Config(ExperimentConfig):
         super().validate()
         # every method trains a family of that name (train.run's check_names, before any work)
         require_choices("methods", self.methods, tuple(self.families))
-        tasks = {name: task for name, task in self.tasks.items() if task is not None}
-        require(bool(tasks), "tasks", sorted(self.tasks), "enable at least one task")
+        tasks = {
+            name: task for name, task in self.tasks.items() if task is not None and not is_off(task)
+        }
+        require(
+            bool(tasks), "tasks", sorted(self.tasks), "enable at least one task (or own's path)"
+        )
         for name, task in tasks.items():
             key = f"tasks.{name}"
             # one setting per depth (the figure draws each task against its depths)
@@ -169,6 +215,21 @@ class Config(ExperimentConfig):
             )
             if task.source in TOY_SOURCES:
                 self._check_toy_task(key, task)
+            if task.source == "smiles_csv":  # data.read_smiles_csv's columns
+                for column in ("smiles", "target"):
+                    require(
+                        bool(getattr(task, column)),
+                        f"{key}.{column}",
+                        getattr(task, column),
+                        "a smiles_csv task names its SMILES and label columns",
+                    )
+            if task.source == "tu_folder":  # data.read_tu_folder's file prefix
+                require(
+                    bool(task.name),
+                    f"{key}.name",
+                    task.name,
+                    "a tu_folder task names its data set (the <name>_A.txt prefix)",
+                )
 
     def _check_toy_task(self, key: str, task: TaskConfig) -> None:
         """The generators' constraints (data.make_toy_task), and Algorithm 1's: two subsets of

@@ -286,6 +286,17 @@ def atom_features(symbols: list[str]) -> torch.Tensor:
     return x
 
 
+def molecule_graph(mol) -> Data:
+    """An RDKit molecule as a graph: x the one-hot element of each heavy atom
+    (:func:`atom_features`), edge_index every bond in both directions."""
+    bonds = np.array(
+        [(b.GetBeginAtomIdx(), b.GetEndAtomIdx()) for b in mol.GetBonds()], dtype=np.int64
+    ).reshape(-1, 2)
+    edge_index = torch.from_numpy(np.concatenate([bonds, bonds[:, ::-1]]).T.copy())
+    x = atom_features([a.GetSymbol() for a in mol.GetAtoms()])
+    return Data(x=x, edge_index=edge_index, num_nodes=mol.GetNumAtoms())
+
+
 def read_solubility_sdf(path: str | Path) -> tuple[list[Data], np.ndarray]:
     """Molecular graphs and solubility classes of one SDF file.
 
@@ -317,16 +328,9 @@ def read_solubility_sdf(path: str | Path) -> tuple[list[Data], np.ndarray]:
                     f"{path}: record {i + 1} has {SOLUBILITY_LABEL} {label!r}; expected one "
                     f"of {list(SOLUBILITY_CLASSES)}"
                 )
-            n = mol.GetNumAtoms()
-            if n == 0:
+            if mol.GetNumAtoms() == 0:
                 raise ValueError(f"{path}: record {i + 1} has no atoms")
-            bonds = np.array(
-                [(b.GetBeginAtomIdx(), b.GetEndAtomIdx()) for b in mol.GetBonds()],
-                dtype=np.int64,
-            ).reshape(-1, 2)
-            edge_index = torch.from_numpy(np.concatenate([bonds, bonds[:, ::-1]]).T.copy())
-            x = atom_features([a.GetSymbol() for a in mol.GetAtoms()])
-            graphs.append(Data(x=x, edge_index=edge_index, num_nodes=n))
+            graphs.append(molecule_graph(mol))
             labels.append(SOLUBILITY_CLASSES.index(label))
     finally:
         RDLogger.EnableLog("rdApp.*")
@@ -474,3 +478,102 @@ def load_mutag_task(
             "(truncated?); run `python scripts/fetch_assets.py`"
         )
     return split_task(name, graphs, y, test_fraction, split_seed)
+
+
+# ----------------------------------------------------------------------------------------
+# A user's own graphs (configs/gnn_kvariance/real.yaml's own task): SMILES or TU text files
+# ----------------------------------------------------------------------------------------
+def class_labels(values: np.ndarray, where: str) -> np.ndarray:
+    """Labels of any kind as 0..K-1 in sorted order; fewer than two classes is refused."""
+    classes, labels = np.unique(values, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError(f"{where}: one class only ({classes.tolist()}); classification needs two")
+    return labels.astype(np.int64)
+
+
+def read_smiles_csv(
+    path: str | Path, smiles: str, target: str, max_unparsed_share: float
+) -> tuple[list[Data], np.ndarray, int]:
+    """Molecular graphs and classes from a CSV of SMILES and labels (RDKit builds each graph
+    as for the solubility SDF: heavy atoms, one-hot element, every bond both ways).
+
+    A SMILES RDKit cannot parse (or with no atoms) is dropped and counted; a share above
+    ``max_unparsed_share`` is refused, naming the file, the column and the first such row.
+
+    Returns:
+        ``(graphs, labels, n_unparsed)``, labels 0..K-1 in the sorted order of ``target``'s
+        values.
+    """
+    import pandas as pd
+    from rdkit import Chem, RDLogger
+
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file")
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise ValueError(f"{path}: cannot read it as a CSV ({type(err).__name__})") from err
+    absent = [c for c in (smiles, target) if c not in frame.columns]
+    if absent:
+        raise ValueError(f"{path}: missing column(s) {absent}; has {list(frame.columns)}")
+    blank = np.flatnonzero(frame[target].str.strip() == "")
+    if blank.size:
+        raise ValueError(
+            f"{path}: column {target!r} is empty on {blank.size} row(s), the first line "
+            f"{int(blank[0]) + 2}"
+        )
+    graphs, keep, unparsed = [], [], []
+    RDLogger.DisableLog("rdApp.*")  # the count below names the rows instead
+    try:
+        for row, text in enumerate(frame[smiles]):
+            mol = Chem.MolFromSmiles(text.strip()) if text.strip() else None
+            if mol is None or mol.GetNumAtoms() == 0:
+                unparsed.append(row)
+                continue
+            graphs.append(molecule_graph(mol))
+            keep.append(row)
+    finally:
+        RDLogger.EnableLog("rdApp.*")
+    if len(unparsed) > max_unparsed_share * len(frame):
+        raise ValueError(
+            f"{path}: column {smiles!r}: RDKit cannot parse {len(unparsed)} of {len(frame)} "
+            f"SMILES (the first on line {unparsed[0] + 2}: {frame[smiles].iloc[unparsed[0]]!r}), "
+            f"more than max_unparsed_share={max_unparsed_share}"
+        )
+    labels = class_labels(frame[target].str.strip().to_numpy()[keep], f"{path}, column {target!r}")
+    return graphs, labels, len(unparsed)
+
+
+def read_tu_folder(folder: str | Path, name: str) -> tuple[list[Data], np.ndarray]:
+    """A TU data set's text files in one folder (``<name>_A.txt``, ``_graph_indicator``,
+    ``_graph_labels``, ``_node_labels``), read as MUTAG's (:func:`read_tu_text`)."""
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise ValueError(f"{folder}: no such folder")
+    files = {f"{name}_{part}.txt": folder / f"{name}_{part}.txt" for part in TU_PARTS}
+    missing = [file for file, path in files.items() if not path.is_file()]
+    if missing:
+        raise ValueError(f"{folder}: missing {missing} (the TU text format)")
+    try:
+        graphs, labels = read_tu_text(files, name)
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{folder}: a file is not UTF-8 text ({err.reason})") from err
+    class_labels(labels, f"{files[f'{name}_graph_labels.txt']}")
+    return graphs, labels
+
+
+def load_own_task(
+    name: str, source: str, task, test_fraction: float, split_seed: int
+) -> tuple[GraphTask, int]:
+    """A user's graphs (``source`` smiles_csv or tu_folder) with the official random 90/10
+    split (:func:`split_task`); returns the task and the count of SMILES dropped."""
+    if source == "smiles_csv":
+        graphs, y, dropped = read_smiles_csv(
+            task.path, task.smiles, task.target, task.max_unparsed_share
+        )
+    elif source == "tu_folder":
+        (graphs, y), dropped = read_tu_folder(task.path, task.name), 0
+    else:
+        raise ValueError(f"unknown own source {source!r}: smiles_csv or tu_folder")
+    return split_task(name, graphs, y, test_fraction, split_seed), dropped

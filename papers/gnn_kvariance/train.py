@@ -25,12 +25,14 @@ from torch_geometric.data import Batch, Data
 from papers.gnn_kvariance.claims import FAMILY_NAMES, LABELS, REAL_FAMILY_NAMES, REAL_LABELS
 from papers.gnn_kvariance.config import (
     DRAW_RNGS,
+    OWN_SOURCES,
     PAPER_SOURCES,
     REAL_SOURCES,
     TOY_SOURCES,
     Config,
     FamilyConfig,
     TaskConfig,
+    is_off,
 )
 from papers.gnn_kvariance.data import (
     MUTAG_ASSET,
@@ -38,6 +40,7 @@ from papers.gnn_kvariance.data import (
     GraphTask,
     check_feature_widths,
     load_mutag_task,
+    load_own_task,
     load_paper_task,
     load_solubility_task,
     make_toy_task,
@@ -64,10 +67,65 @@ PLOT_NAME = "bound_vs_depth.png"
 REAL_ASSETS = (SOLUBILITY_ASSET, MUTAG_ASSET)
 
 
+def active_tasks(cfg: Config) -> dict[str, TaskConfig]:
+    """The tasks that run: not null, and not an own slot still without its file."""
+    return {n: t for n, t in enabled_settings(cfg.tasks).items() if not is_off(t)}
+
+
+def real_assets(cfg: Config) -> tuple[str, ...]:
+    """The shipped data sets the active tasks read (a user's own need none)."""
+    sources = {t.source for t in active_tasks(cfg).values()}
+    return tuple(
+        a
+        for a, source in zip(REAL_ASSETS, ("solubility", "mutag"), strict=True)
+        if source in sources
+    )
+
+
+def user_files(cfg: Config) -> dict[str, str]:
+    """Each own task's CSV or TU folder's files, by key (recorded with their sha256)."""
+    files = {}
+    for name, task in active_tasks(cfg).items():
+        if task.source == "smiles_csv":
+            files[f"tasks.{name}.path"] = task.path
+        elif task.source == "tu_folder":
+            for part in ("A", "graph_indicator", "graph_labels", "node_labels"):
+                file = Path(task.path).expanduser() / f"{task.name}_{part}.txt"
+                files[f"tasks.{name}.path ({file.name})"] = str(file)
+    return files
+
+
+def data_preflight(cfg: Config) -> list[str]:
+    """Every scale, before the first seed: each own task's graphs are read (every problem
+    naming the file, and the column or line) and its training split checked against
+    Algorithm 1's need: two subsets of ``bound.n_split`` draws per class."""
+    problems = []
+    for name, task in active_tasks(cfg).items():
+        if task.source not in OWN_SOURCES:
+            continue
+        try:
+            graph_task, _ = load_own_task(
+                name, task.source, task, cfg.data.test_fraction, cfg.data.split_seed
+            )
+        except ValueError as err:
+            problems.append(f"tasks.{name}.path: {err}")
+            continue
+        train_counts = np.bincount(
+            graph_task.y[graph_task.train_idx], minlength=graph_task.num_classes
+        )
+        least = 2 * cfg.bound.n_split
+        if train_counts.min() < least:
+            problems.append(
+                f"tasks.{name}.path={task.path}: a class has {int(train_counts.min())} training "
+                f"graph(s); Algorithm 1 needs {least} per class (two subsets x bound.n_split)"
+            )
+    return problems
+
+
 def preflight(cfg: Config) -> list[str]:
     """Paper scale reads local TU / MoleculeNet raw files: name every missing one."""
     problems = []
-    for name, task in enabled_settings(cfg.tasks).items():
+    for name, task in active_tasks(cfg).items():
         if task.source in PAPER_SOURCES:
             problems += missing_raw_files(cfg.data.root, task.source, task.name or name)
     return list(dict.fromkeys(problems))  # "data.root is not set" once
@@ -94,6 +152,10 @@ def load_task(name: str, task: TaskConfig, seed: int, cfg: Config) -> GraphTask:
         return load_mutag_task(
             name, require(MUTAG_ASSET), cfg.data.test_fraction, cfg.data.split_seed
         )
+    if task.source in OWN_SOURCES:
+        return load_own_task(name, task.source, task, cfg.data.test_fraction, cfg.data.split_seed)[
+            0
+        ]
     if task.source in REAL_SOURCES:
         return load_solubility_task(
             name,
@@ -115,7 +177,7 @@ def load_task(name: str, task: TaskConfig, seed: int, cfg: Config) -> GraphTask:
             numpy_rng(seed, stream(name)),
         )
     if task.source not in PAPER_SOURCES:
-        sources = [*TOY_SOURCES, *PAPER_SOURCES, *REAL_SOURCES]
+        sources = [*TOY_SOURCES, *PAPER_SOURCES, *REAL_SOURCES, *OWN_SOURCES]
         raise ValueError(f"unknown task source {task.source!r}; choose from {sources}")
     return load_paper_task(
         cfg.data.root,
@@ -310,7 +372,7 @@ def evaluate_family(
 
 def run(cfg: Config, out_dir: Path) -> Results:
     """Every (task, depth) x seed x family; the bound-vs-depth figure; per-method results."""
-    tasks = enabled_settings(cfg.tasks)
+    tasks = active_tasks(cfg)
     check_names("methods", cfg.methods, cfg.families)
     for method in cfg.methods:
         for pattern in cfg.families[method].patterns:
