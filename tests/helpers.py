@@ -151,3 +151,20 @@ def refused_at_start(slug: str, scale: str, overrides: list[str], out_dir: Path)
     assert "\n" not in message, message
     assert not Path(out_dir).exists(), f"{out_dir} was made before the refusal"
     return message
+
+
+def write_idx(path, array, magic: int, compress: bool = False) -> None:
+    """A uint8 array as an IDX file (the MNIST format: magic 2051 images, 2049 labels), or as
+    ``<path>.gz`` with ``compress``."""
+    import gzip
+
+    import numpy as np
+
+    header = np.array([magic, *array.shape], dtype=">i4").tobytes()
+    payload = header + np.asarray(array).astype(np.uint8).tobytes()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    if compress:
+        with gzip.open(Path(path).with_name(Path(path).name + ".gz"), "wb") as f:
+            f.write(payload)
+    else:
+        Path(path).write_bytes(payload)

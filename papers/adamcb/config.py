@@ -11,12 +11,15 @@ from dataclasses import dataclass, field
 from shared.config import (
     ExperimentConfig,
     LoopConfig,
+    ReadOnlyWhere,
     checked,
     require,
 )
+from shared.images import IMAGE_SOURCES
 
 DATA_NAMES = ("digits", "mnist", "fashion_mnist", "cifar10")
-DATA_SOURCES = ("folder", "asset")
+# folder | asset | a user's own image set: idx (a folder in the MNIST layout) | npz (one file)
+DATA_SOURCES = ("folder", "asset", *IMAGE_SOURCES)
 MODEL_NAMES = ("mlp", "convnet")
 
 
@@ -38,7 +41,13 @@ class DataConfig:
     name: str = checked("digits", choices=DATA_NAMES)
     # where mnist / fashion_mnist / cifar10 come from: folder (data.root, torchvision's layout)
     # | asset (the pinned package asset of shared/assets.py, the real rung; fashion_mnist only)
+    # | idx / npz: a user's own image set at data.path (shared/images.py), normalised by its
+    # own training images' mean and std (data.name, root, mean and std are not read)
     source: str = checked("folder", choices=DATA_SOURCES)
+    path: str | None = None  # idx: the folder of the four MNIST-named files; npz: the file
+    # npz without x_test / y_test: the share of x held out for testing (MNIST's 10k of 70k),
+    # drawn by data.subset_seed
+    test_fraction: float = checked(1 / 7, gt=0, lt=1)
     root: str | None = None  # local folder of the paper-scale data set; never downloaded
     n_train: int | None = checked(
         None, ge=1
@@ -87,8 +96,30 @@ class SamplerConfig:
     )  # examples per vmap chunk of conv layers; None: all
 
 
+def _own_images(data: DataConfig) -> bool:
+    return data.source in IMAGE_SOURCES
+
+
 @dataclass
 class Config(ExperimentConfig):
+    # a user's image set (data.source idx / npz) replaces the named data set and its statistics
+    READ_ONLY_WHERE = (
+        ReadOnlyWhere(
+            keys=("data.path",),
+            where=f"data.source={' or '.join(IMAGE_SOURCES)}",
+            reads=lambda data, _: _own_images(data),
+        ),
+        ReadOnlyWhere(
+            keys=("data.test_fraction",),
+            where="data.source=npz",
+            reads=lambda data, _: data.source == "npz",
+        ),
+        ReadOnlyWhere(
+            keys=("data.name", "data.root", "data.mean", "data.std"),
+            where="a shipped or local data set (data.source folder or asset)",
+            reads=lambda data, _: not _own_images(data),
+        ),
+    )
     methods: list[str] = field(
         default_factory=lambda: ["adam", "adambs_corrected", "adamcb", "adamx_uniform_wor"]
     )
@@ -101,6 +132,13 @@ class Config(ExperimentConfig):
 
     def validate(self) -> None:
         super().validate()
+        if _own_images(self.data):  # shared.images.load_image_set reads it at start
+            require(
+                bool(self.data.path),
+                "data.path",
+                self.data.path,
+                f"data.source={self.data.source} needs the image set's path",
+            )
         if self.data.n_train is not None:  # else the data set's size decides (train.run)
             check_eval_interval(
                 self.loop.eval_every,

@@ -27,6 +27,8 @@ import numpy as np
 import torch
 from sklearn.datasets import load_digits
 
+from shared.images import load_image_set
+
 IDX_IMAGES_MAGIC = 2051
 IDX_LABELS_MAGIC = 2049
 PIXEL_MAX = 255.0
@@ -126,6 +128,22 @@ def load_asset_data(
         *_read_asset_pair(files, "t10k"),
     )
     return _normalise_and_subset(split, name, mean, std, n_train, subset_seed)
+
+
+def load_own_data(
+    source: str, path: str, test_fraction: float, n_train: int | None = None, subset_seed: int = 0
+) -> Split:
+    """A user's image set (``data.source`` idx or npz, :func:`shared.images.load_image_set`),
+    normalised per channel by its own training images' mean and std, optionally subset."""
+    images = load_image_set(source, path, test_fraction, subset_seed)
+    mean, std = images.channel_stats()
+    split = Split(
+        *(
+            torch.from_numpy(a)
+            for a in (images.x_train, images.y_train, images.x_test, images.y_test)
+        )
+    )
+    return _normalise_and_subset(split, str(path), mean, std, n_train, subset_seed)
 
 
 def _read_asset_pair(files: dict[str, Path], prefix: str) -> tuple[torch.Tensor, torch.Tensor]:

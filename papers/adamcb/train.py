@@ -27,6 +27,7 @@ from papers.adamcb.data import (
     Split,
     dataset_folder,
     load_asset_data,
+    load_own_data,
     load_paper_data,
     make_toy_data,
 )
@@ -44,6 +45,7 @@ from papers.adamcb.model import build_model
 from papers.adamcb.optimizers import AdamFamily
 from shared.entry import main
 from shared.experiment import RunOutput, check_names, run_grid
+from shared.images import IMAGE_SOURCES, image_files
 from shared.logger import MetricsLogger
 from shared.loop import fit
 from shared.plotting import plot_curves
@@ -107,7 +109,7 @@ def preflight(cfg: Config) -> list[str]:
     must be set and hold the chosen data set's folder (``data.dataset_folder``), or, with
     ``data.source=asset``, the data set must be one that an asset ships."""
     d = cfg.data  # names and sources are checked by Config.validate, at start
-    if d.name == "digits":  # bundled with scikit-learn
+    if d.name == "digits" or d.source in IMAGE_SOURCES:  # bundled; a user's: data_preflight
         return []
     if d.source == "asset":
         if d.name not in ASSET_SETS:
@@ -122,8 +124,40 @@ def preflight(cfg: Config) -> list[str]:
     return []
 
 
+def real_assets(cfg: Config) -> tuple[str, ...]:
+    """Fashion-MNIST's asset, unless a user's own image set replaces it."""
+    return () if cfg.data.source in IMAGE_SOURCES else REAL_ASSETS
+
+
+def user_files(cfg: Config) -> dict[str, str]:
+    """A user's image files (data.source idx / npz), recorded with their sha256."""
+    d = cfg.data
+    if d.source not in IMAGE_SOURCES:
+        return {}
+    return {f"data.path ({f.name})": str(f) for f in image_files(d.source, d.path)}
+
+
+def data_preflight(cfg: Config) -> list[str]:
+    """Every scale, before any work: a user's image set is read and checked (each problem
+    naming the file and the array), and its training images counted against the batch."""
+    d = cfg.data
+    if d.source not in IMAGE_SOURCES:
+        return []
+    try:
+        split = load_own_data(d.source, d.path, d.test_fraction, d.n_train, d.subset_seed)
+    except ValueError as err:
+        return [f"data.path: {err}"]
+    n, K = len(split.y_train), cfg.sampler.batch_size
+    if n < K:
+        return [f"data.path={d.path}: {n} training images, fewer than sampler.batch_size={K}"]
+    return []
+
+
 def real_preflight(cfg: Config) -> list[str]:
-    """The real rung's own checks (beside its assets'): Fashion-MNIST from the asset."""
+    """The real rung's own checks (beside its assets'): Fashion-MNIST from the asset, or a
+    user's own image set (checked by ``data_preflight``)."""
+    if cfg.data.source in IMAGE_SOURCES:
+        return []
     problems = preflight(cfg)
     if cfg.data.source != "asset" or cfg.data.name not in ASSET_SETS:
         problems.append(
@@ -135,6 +169,8 @@ def real_preflight(cfg: Config) -> list[str]:
 
 def load_data(cfg: Config) -> Split:
     d = cfg.data
+    if d.source in IMAGE_SOURCES:
+        return load_own_data(d.source, d.path, d.test_fraction, d.n_train, d.subset_seed)
     if d.name == "digits":
         return make_toy_data(d.n_train, d.subset_seed)
     if d.source == "asset":

@@ -6,15 +6,19 @@ from dataclasses import dataclass, field
 
 from shared.config import (
     ExperimentConfig,
+    ReadOnlyWhere,
     checked,
     require,
     require_at_most,
 )
+from shared.images import IMAGE_SOURCES
 
 TOYS = ("quadratic", "hyper_cleaning")  # train.py imports it
 KINDS = ("bfgs", "sr1")  # method.QNMemory's quasi-Newton recursions
 CURVATURES = ("finite_difference", "autograd")  # method.subroutine_b's Hessian products
-SOURCES = ("digits", "fashion_mnist")  # data.py imports it (config imports no torch)
+# digits | fashion_mnist | a user's image set: idx (MNIST layout) | npz (shared/images.py);
+# data.py imports it (config imports no torch)
+SOURCES = ("digits", "fashion_mnist", *IMAGE_SOURCES)
 DIGITS_IMAGES = 1797  # scikit-learn's bundled digits
 FASHION_TRAIN_IMAGES = 60000  # Fashion-MNIST's training split
 FASHION_TEST_IMAGES = 10000  # and its test split
@@ -53,8 +57,15 @@ class HyperCleaningConfig:
     corruption: float = checked(0.5, ge=0, le=1)
     mu: float = checked(1e-2, ge=0)  # ridge weight of the lower level
     # digits (scikit-learn's bundled 8 x 8 digits, the toy) | fashion_mnist (the real rung:
-    # Debian's dataset-fashion-mnist idx.gz files, fetched by scripts/fetch_assets.py)
+    # Debian's dataset-fashion-mnist idx.gz files, fetched by scripts/fetch_assets.py) |
+    # idx / npz: a user's image set at ``path`` (shared/images.py: pixels put on [0, 1] by
+    # the set's own range; train and val drawn from its training images, test its test split)
     source: str = checked("digits", choices=SOURCES)
+    path: str | None = None  # idx: the folder of the four MNIST-named files; npz: the file
+    # npz without x_test / y_test: the share of x held out for testing, by split_seed (fixed
+    # across seeds, as Fashion-MNIST's test split)
+    test_fraction: float = checked(1 / 7, gt=0, lt=1)
+    split_seed: int = checked(0, ge=0)
     # test examples: None = all (digits: those left after train/val; fashion_mnist: the 10k
     # test split); a number draws that many per seed
     n_test: int | None = checked(None, ge=1)
@@ -84,6 +95,19 @@ class HyperCleaningConfig:
 class Config(ExperimentConfig):
     # shared.config.ExperimentConfig.CPU_ONLY: runtime.device=cuda and mixed precision refused
     CPU_ONLY = "float64 torch on the CPU: its solvers never move a tensor to a device"
+    # a user's image set's keys are read only where hyper_cleaning.source names one
+    READ_ONLY_WHERE = (
+        ReadOnlyWhere(
+            keys=("hyper_cleaning.path",),
+            where=f"hyper_cleaning.source={' or '.join(IMAGE_SOURCES)}",
+            reads=lambda h, _: h.source in IMAGE_SOURCES,
+        ),
+        ReadOnlyWhere(
+            keys=("hyper_cleaning.test_fraction", "hyper_cleaning.split_seed"),
+            where="hyper_cleaning.source=npz",
+            reads=lambda h, _: h.source == "npz",
+        ),
+    )
     # qnbo, qnbo_q0 (ablation: Q = 0), aid_bio (Richardson), amigo_cg (conjugate gradients)
     methods: list[str] = field(default_factory=lambda: ["qnbo", "qnbo_q0", "aid_bio", "amigo_cg"])
     toys: list[str] = checked(factory=lambda: list(TOYS), choices=TOYS)
@@ -118,7 +142,7 @@ class Config(ExperimentConfig):
                     h.n_train,
                     f"+ n_val ({h.n_val}) leaves none of the {DIGITS_IMAGES} digits for testing",
                 )
-            else:  # train and val from the 60k training images, test from the 10k test split
+            elif h.source == "fashion_mnist":  # train, val: the 60k training images; test: 10k
                 test = FASHION_TEST_IMAGES
                 require(
                     fit <= FASHION_TRAIN_IMAGES,
@@ -127,5 +151,13 @@ class Config(ExperimentConfig):
                     f"+ n_val ({h.n_val}) exceeds the {FASHION_TRAIN_IMAGES} Fashion-MNIST "
                     "training images",
                 )
-            if h.n_test is not None:
+            else:  # a user's set: its sizes are checked against the file at start
+                require(
+                    bool(h.path),
+                    "hyper_cleaning.path",
+                    h.path,
+                    f"hyper_cleaning.source={h.source} needs the image set's path",
+                )
+                test = None
+            if h.n_test is not None and test is not None:
                 require_at_most("hyper_cleaning.n_test", h.n_test, test, f"the {test} test images")

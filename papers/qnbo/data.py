@@ -28,6 +28,7 @@ from papers.qnbo.config import SOURCES  # hyper-cleaning data: sklearn digits | 
 from papers.qnbo.method import Bilevel
 from shared.assets import require
 from shared.idx import read_idx
+from shared.images import IMAGE_SOURCES, load_image_set
 
 DTYPE = torch.float64
 DIGITS_PIXEL_MAX = 16.0
@@ -213,8 +214,39 @@ def load_fashion_mnist(
     return out
 
 
+def image_splits(
+    source: str, path: str | None = None, test_fraction: float = 1 / 7, split_seed: int = 0
+) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], str]:
+    """The training and test splits of an image source, pixels flattened and on [0, 1]:
+    ``((train_x, train_y), (test_x, test_y), name)``. fashion_mnist: the asset, pixels / 255;
+    idx / npz: a user's set (:func:`shared.images.load_image_set`, its own range)."""
+    if source == "fashion_mnist":
+        splits = load_fashion_mnist()
+        (train_x, train_y), (test_x, test_y) = splits["train"], splits["test"]
+        return (
+            (train_x / FASHION_PIXEL_MAX, train_y),
+            (test_x / FASHION_PIXEL_MAX, test_y),
+            "Fashion-MNIST",
+        )
+    if source not in IMAGE_SOURCES:
+        raise ValueError(f"hyper_cleaning.source must be one of {list(SOURCES)}, got {source!r}")
+    images = load_image_set(source, path, test_fraction, split_seed)
+
+    def flat(x: np.ndarray) -> np.ndarray:
+        return x.reshape(len(x), -1).astype(np.float64)
+
+    return (flat(images.x_train), images.y_train), (flat(images.x_test), images.y_test), str(path)
+
+
 def _hyper_cleaning_pool(
-    source: str, seed: int, n_train: int, n_val: int, n_test: int | None
+    source: str,
+    seed: int,
+    n_train: int,
+    n_val: int,
+    n_test: int | None,
+    path: str | None = None,
+    test_fraction: float = 1 / 7,
+    split_seed: int = 0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Features (pixels scaled to [0, 1] plus a bias column) and labels of the train, val and
     test examples of one seed, and the seed's random generator for the label corruption.
@@ -234,13 +266,12 @@ def _hyper_cleaning_pool(
         train, val, test = np.split(order, [n_train, n_train + n_val])
         test = test if n_test is None else test[:n_test]
         return features, labels, train, val, test, rng
-    if source != "fashion_mnist":
-        raise ValueError(f"hyper_cleaning.source must be one of {list(SOURCES)}, got {source!r}")
-    splits = load_fashion_mnist()
-    (train_images, train_labels), (test_images, test_labels) = splits["train"], splits["test"]
+    (train_images, train_labels), (test_images, test_labels), name = image_splits(
+        source, path, test_fraction, split_seed
+    )
     if n_train + n_val > len(train_labels):
         raise ValueError(
-            f"n_train + n_val = {n_train + n_val} exceeds Fashion-MNIST's {len(train_labels)} "
+            f"n_train + n_val = {n_train + n_val} exceeds {name}'s {len(train_labels)} "
             "training images"
         )
     order = rng.permutation(len(train_labels))
@@ -249,7 +280,7 @@ def _hyper_cleaning_pool(
     if n_test is not None:
         test_rows = np.sort(rng.permutation(len(test_labels))[:n_test])
     rows = np.concatenate([train, val])
-    pixels = np.vstack([train_images[rows], test_images[test_rows]]) / FASHION_PIXEL_MAX
+    pixels = np.vstack([train_images[rows], test_images[test_rows]])  # on [0, 1] already
     features = np.hstack([pixels, np.ones((len(pixels), 1))])
     labels = np.concatenate([train_labels[rows], test_labels[test_rows]])
     n_fit = len(rows)
@@ -271,14 +302,17 @@ def make_hyper_cleaning(
     mu: float,
     source: str = "digits",
     n_test: int | None = None,
+    path: str | None = None,
+    test_fraction: float = 1 / 7,
+    split_seed: int = 0,
 ) -> HyperCleaning:
     """Pixels scaled to [0, 1] plus a bias column, split per seed (see
     :func:`_hyper_cleaning_pool`); a ``corruption`` fraction of training labels is replaced by
     uniformly random classes (the same draws for every source)."""
     features, labels, train, val, test, rng = _hyper_cleaning_pool(
-        source, seed, n_train, n_val, n_test
+        source, seed, n_train, n_val, n_test, path, test_fraction, split_seed
     )
-    n_classes = int(labels.max()) + 1 if source == "digits" else FASHION_CLASSES
+    n_classes = FASHION_CLASSES if source == "fashion_mnist" else int(labels.max()) + 1
     corrupted = np.zeros(n_train, dtype=bool)
     corrupted[rng.permutation(n_train)[: int(round(corruption * n_train))]] = True
     noisy = labels[train].copy()

@@ -19,11 +19,18 @@ from tqdm.auto import tqdm
 
 from papers.qnbo.claims import LABELS
 from papers.qnbo.config import TOYS, BudgetConfig, Config
-from papers.qnbo.data import DTYPE, FASHION_ASSET, make_hyper_cleaning, make_quadratic
+from papers.qnbo.data import (
+    DTYPE,
+    FASHION_ASSET,
+    image_splits,
+    make_hyper_cleaning,
+    make_quadratic,
+)
 from papers.qnbo.method import AIDSettings, Bilevel, QNBOSettings, State, aid_step, qnbo_step
 from shared import assets, checkpoint
 from shared.entry import main
 from shared.experiment import RunOutput, check_names, run_grid
+from shared.images import IMAGE_SOURCES, image_files
 from shared.logger import MetricsLogger
 from shared.loop import tensor_fingerprints
 from shared.plotting import plt
@@ -51,7 +58,38 @@ def data_preflight(cfg: Config) -> list[str]:
     h = cfg.hyper_cleaning
     if "hyper_cleaning" not in cfg.toys or h.source == "digits":  # scikit-learn's bundled set
         return []
+    if h.source in IMAGE_SOURCES:  # a user's set: read and sized against n_train, n_val, n_test
+        try:
+            (train_x, _), (test_x, _), _ = image_splits(
+                h.source, h.path, h.test_fraction, h.split_seed
+            )
+        except ValueError as err:
+            return [f"hyper_cleaning.path: {err}"]
+        problems = []
+        if h.n_train + h.n_val > len(train_x):
+            problems.append(
+                f"hyper_cleaning.n_train={h.n_train}: + n_val ({h.n_val}) exceeds the "
+                f"{len(train_x)} training images of {h.path}"
+            )
+        if h.n_test is not None and h.n_test > len(test_x):
+            problems.append(
+                f"hyper_cleaning.n_test={h.n_test}: {h.path} has {len(test_x)} test images"
+            )
+        return problems
     return [f"hyper_cleaning.source={h.source}: {p}" for p in assets.missing((FASHION_ASSET,))]
+
+
+def real_assets(cfg: Config) -> tuple[str, ...]:
+    """Fashion-MNIST's asset, unless a user's image set replaces it."""
+    return () if cfg.hyper_cleaning.source in IMAGE_SOURCES else REAL_ASSETS
+
+
+def user_files(cfg: Config) -> dict[str, str]:
+    """A user's image files (hyper_cleaning.source idx / npz), recorded with their sha256."""
+    h = cfg.hyper_cleaning
+    if "hyper_cleaning" not in cfg.toys or h.source not in IMAGE_SOURCES:
+        return {}
+    return {f"hyper_cleaning.path ({f.name})": str(f) for f in image_files(h.source, h.path)}
 
 
 def steppers(
@@ -144,7 +182,16 @@ def run_toy(toy: str, seed: int, cfg: Config, run_dir: Path | None = None) -> Ru
     elif toy == "hyper_cleaning":
         h = cfg.hyper_cleaning
         data = make_hyper_cleaning(
-            seed, h.n_train, h.n_val, h.corruption, h.mu, source=h.source, n_test=h.n_test
+            seed,
+            h.n_train,
+            h.n_val,
+            h.corruption,
+            h.mu,
+            source=h.source,
+            n_test=h.n_test,
+            path=h.path,
+            test_fraction=h.test_fraction,
+            split_seed=h.split_seed,
         )
         budget, beta = h.budget, data.lower_step()
         alpha = budget.alpha if budget.alpha is not None else 1.0

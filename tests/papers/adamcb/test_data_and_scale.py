@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import pickle
 import socket
@@ -23,18 +22,7 @@ from papers.adamcb.model import build_model
 from shared.config import compose_dict, to_object
 from shared.entry import execute
 from shared.preflight import PreflightError
-from tests.helpers import run_cli
-
-
-def write_idx(path, array: np.ndarray, magic: int, compress: bool = False) -> None:
-    header = np.array([magic, *array.shape], dtype=">i4").tobytes()
-    payload = header + array.astype(np.uint8).tobytes()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if compress:
-        with gzip.open(path.with_name(path.name + ".gz"), "wb") as f:
-            f.write(payload)
-    else:
-        path.write_bytes(payload)
+from tests.helpers import run_cli, write_idx
 
 
 def make_mnist_standin(root, folder="MNIST", n_train=80, n_test=20, compress=False):
