@@ -116,3 +116,61 @@ def corpus(split: str, root: Path | None = None) -> dict[str, str]:
         raise ValueError(f"corpus split must be 'train' or 'test', got {split!r}")
     paths = assets.require(CORPUS_ASSET, root)
     return {name: read_text(paths[name]) for name in names}
+
+
+# ------------------------------------------------------------------ a user's model and text
+# The architectures whose decoder layers the papers' attention swaps read (shared/llama.py):
+# a Llama-family checkpoint (Llama, Mistral, SmolLM2, TinyLlama, ...).
+LLAMA_FAMILY = ("llama", "mistral")
+TEXT_SUFFIX = ".txt"
+
+
+def model_config(key: str, folder: str | Path) -> tuple[dict, list[str]]:
+    """A user's checkpoint folder (``key`` names the config key that gave it), checked before
+    any weights load: ``(config.json as a dict, problems)``. A problem is a folder without a
+    config or weights (:func:`shared.preflight.missing_model_folders`), an unreadable config,
+    or an architecture outside :data:`LLAMA_FAMILY`; each names the key and the folder."""
+    import json
+
+    from shared.preflight import missing_model_folders
+
+    problems = missing_model_folders({key: folder})
+    if problems:
+        return {}, problems
+    path = Path(folder).expanduser() / "config.json"
+    try:
+        config = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        return {}, [f"{key}={folder}: {path.name} is not JSON ({err})"]
+    kind = config.get("model_type")
+    if kind not in LLAMA_FAMILY:
+        return config, [
+            f"{key}={folder}: model_type {kind!r} is not a Llama-family architecture "
+            f"({', '.join(LLAMA_FAMILY)}), whose attention these papers replace"
+        ]
+    return config, []
+
+
+def model_files(folder: str | Path) -> list[Path]:
+    """The files a checkpoint folder's weights and config are read from (for the run record)."""
+    from shared.preflight import WEIGHT_FILES
+
+    folder = Path(folder).expanduser()
+    names = ("config.json", *WEIGHT_FILES)
+    return [folder / name for name in names if (folder / name).is_file()]
+
+
+def corpus_folder(folder: str | Path) -> dict[str, str]:
+    """``{file name: text}`` of a user's corpus: every ``.txt`` file of ``folder`` in name
+    order, each UTF-8 text (:func:`read_text`); ``ValueError`` naming the folder or file."""
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        raise ValueError(f"{path}: no such folder (a folder of UTF-8 {TEXT_SUFFIX} files)")
+    files = sorted(f for f in path.iterdir() if f.suffix == TEXT_SUFFIX and f.is_file())
+    if not files:
+        raise ValueError(f"{path}: no {TEXT_SUFFIX} files")
+    texts = {f.name: read_text(f) for f in files}
+    empty = [name for name, text in texts.items() if not text.strip()]
+    if empty:
+        raise ValueError(f"{path}: empty text file(s) {empty}")
+    return texts

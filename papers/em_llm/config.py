@@ -167,6 +167,9 @@ class RealConfig:
     # forked workers reading documents at once (one thread each; the 2 cores): the
     # numbers do not depend on it, and the run's CPU time counts every worker
     processes: int = checked(1, ge=1)
+    # a folder of your own UTF-8 .txt files, segmented in place of the docutils test documents
+    # (None: those); with model.path, your own Llama-family checkpoint reads them
+    corpus_path: str | None = None
 
 
 @dataclass

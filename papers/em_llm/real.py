@@ -113,7 +113,7 @@ class RealReader:
     def __init__(self, cfg: Config):
         check_real(cfg.real)
         self.cfg = cfg
-        model, self.tokenizer = pretrained.load_model()
+        model, self.tokenizer = pretrained.load_model(cfg.model.path)  # None: SmolLM2
         model.requires_grad_(False)
         self.lm = attach_memory_attention(model)
 
@@ -150,7 +150,10 @@ class RealReader:
         )
 
     def segmentation_texts(self) -> list[str]:
-        texts = list(pretrained.corpus("test").values())
+        folder = self.cfg.real.corpus_path
+        texts = list(
+            (pretrained.corpus_folder(folder) if folder else pretrained.corpus("test")).values()
+        )
         n = self.cfg.real.segmentation_documents
         return texts if n < 0 else texts[:n]
 

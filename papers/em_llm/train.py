@@ -411,11 +411,69 @@ def greedy_full(lm, ids: torch.Tensor, new_tokens: int, eos: int | None) -> list
 # --------------------------------------------------------------------------- entry
 
 
-def real_preflight(cfg: Config) -> list[str]:
-    """scale=real loads the SmolLM2 asset itself (``REAL_ASSETS``), never ``model.path``."""
+def real_assets(cfg: Config) -> tuple[str, ...]:
+    """SmolLM2 unless ``model.path`` names your checkpoint; the docutils documents unless
+    ``real.corpus_path`` names your text."""
+    return tuple(
+        asset
+        for asset, own in zip(REAL_ASSETS, (cfg.model.path, cfg.real.corpus_path), strict=True)
+        if own is None
+    )
+
+
+def user_files(cfg: Config) -> dict[str, str]:
+    """Your checkpoint's config and weights and your text files, recorded with their sha256."""
+    files = {}
     if cfg.model.path is not None:
-        return [f"model.path={cfg.model.path} is set, but scale=real reads the SmolLM2 asset"]
-    return []
+        for file in pretrained.model_files(cfg.model.path):
+            files[f"model.path ({file.name})"] = str(file)
+    if cfg.real.corpus_path is not None:
+        folder = Path(cfg.real.corpus_path).expanduser()
+        for name in pretrained.corpus_folder(folder):
+            files[f"real.corpus_path ({name})"] = str(folder / name)
+    return files
+
+
+def real_model_problems(config: dict, cfg: Config) -> list[str]:
+    """Your checkpoint against the run: full attention reads inside its window, the memory's
+    positions (initial + retrieved + local tokens and a chunk) fit in it, and the refinement's
+    layers exist."""
+    window, layers = config.get("max_position_embeddings"), config.get("num_hidden_layers")
+    problems = []
+    for name, n in cfg.real.full_lengths.items():
+        if window is not None and n > window:
+            problems.append(
+                f"real.full_lengths.{name}={n}: above model.path's window ({window} tokens); "
+                "full attention is the baseline inside it"
+            )
+    m = cfg.memory
+    span = m.n_init + max(m.n_mem, 0) + m.n_local + m.chunk
+    if window is not None and span > window:
+        problems.append(
+            f"memory.n_local={m.n_local}: n_init + n_mem + n_local + chunk = {span} positions "
+            f"exceed model.path's window ({window})"
+        )
+    if layers is not None and m.refine_from_layer >= layers:
+        problems.append(
+            f"memory.refine_from_layer={m.refine_from_layer}: model.path has {layers} layers"
+        )
+    return problems
+
+
+def real_preflight(cfg: Config) -> list[str]:
+    """scale=real reads SmolLM2 and the docutils documents (``real_assets``) or your own
+    checkpoint (``model.path``: a Llama-family folder, checked against the memory's sizes) and
+    text (``real.corpus_path``), each checked before any weights load."""
+    problems = []
+    if cfg.model.path is not None:
+        config, found = pretrained.model_config("model.path", cfg.model.path)
+        problems += found or real_model_problems(config, cfg)
+    if cfg.real.corpus_path is not None:
+        try:
+            pretrained.corpus_folder(cfg.real.corpus_path)
+        except ValueError as err:
+            problems.append(f"real.corpus_path: {err}")
+    return problems
 
 
 def run_real(cfg: Config, out_dir: Path) -> Results:
@@ -440,9 +498,8 @@ def run_real(cfg: Config, out_dir: Path) -> Results:
 
 def reader_window(cfg: Config) -> int:
     """The real model's context window (its ``max_position_embeddings``)."""
-    return json.loads((pretrained.model_folder() / "config.json").read_text())[
-        "max_position_embeddings"
-    ]
+    folder = Path(cfg.model.path).expanduser() if cfg.model.path else pretrained.model_folder()
+    return json.loads((folder / "config.json").read_text())["max_position_embeddings"]
 
 
 def plot_real(results: Results, cfg: Config, path: Path) -> None:
@@ -468,7 +525,8 @@ def plot_real(results: Results, cfg: Config, path: Path) -> None:
     left.set_ylabel("pass-key accuracy")
     left.set_ylim(-0.05, 1.05)
     left.legend(frameon=False, fontsize=7)
-    left.set_title(f"SmolLM2-135M, {cfg.real.documents} documents per length", fontsize=8)
+    model = Path(cfg.model.path).name if cfg.model.path else "SmolLM2-135M"
+    left.set_title(f"{model}, {cfg.real.documents} documents per length", fontsize=8)
     names = [m for m in SEGMENTATIONS if m in results and "modularity" in results[m]]
     for axis, metric in ((mid, "modularity"), (right, "conductance")):
         values = [np.mean(results[m][metric]) for m in names]

@@ -143,6 +143,8 @@ class RealConfig:
     stop_when_settled: bool = True  # stop a batch once no answer can change (same scores)
     # decoded alone and batched: the answers must agree (0: no check)
     agreement_questions: int = checked(6, ge=0)
+    # methods=[own]: your own Llama-family checkpoint folder (from_pretrained(local_dir))
+    model_path: str | None = None
 
 
 @dataclass

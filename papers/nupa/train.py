@@ -56,8 +56,28 @@ from shared.seeding import seed_everything
 
 # scale=real: the pinned model the entry point verifies before any work (shared/pretrained.py).
 REAL_ASSETS = (pretrained.MODEL_ASSET,)
-# The models scale=real can ask (``methods``): name -> loader of (model, tokenizer).
-REAL_MODELS = {pretrained.MODEL_ASSET: pretrained.load_model}
+# The models scale=real can ask (``methods``): name -> loader of (model, tokenizer) from the
+# config; ``own`` is your checkpoint folder (real.model_path).
+OWN_MODEL = "own"
+REAL_MODELS = {
+    pretrained.MODEL_ASSET: lambda cfg: pretrained.load_model(),
+    OWN_MODEL: lambda cfg: pretrained.load_model(cfg.real.model_path),
+}
+
+
+def real_assets(cfg: Config) -> tuple[str, ...]:
+    """SmolLM2's asset, unless the model asked is your own (methods=[own])."""
+    return () if list(cfg.methods) == [OWN_MODEL] else REAL_ASSETS
+
+
+def user_files(cfg: Config) -> dict[str, str]:
+    """Your checkpoint's config and weights (methods=[own]), recorded with their sha256."""
+    if OWN_MODEL not in cfg.methods or not cfg.real.model_path:
+        return {}
+    return {
+        f"real.model_path ({file.name})": str(file)
+        for file in pretrained.model_files(cfg.real.model_path)
+    }
 
 
 # ----------------------------------------------------------------------------------------
@@ -308,6 +328,15 @@ def real_preflight(cfg: Config) -> list[str]:
         problems.append(f"methods: scale=real asks one model, got {list(cfg.methods)}")
     if list(cfg.seeds) != [0]:
         problems.append(f"seeds: greedy decoding is deterministic, use seeds=[0], got {cfg.seeds}")
+    if OWN_MODEL in cfg.methods:  # checked before any weights load
+        if not cfg.real.model_path:
+            problems.append(f"real.model_path is not set: methods=[{OWN_MODEL}] asks your model")
+        else:
+            problems += pretrained.model_config("real.model_path", cfg.real.model_path)[1]
+    elif cfg.real.model_path:
+        problems.append(
+            f"real.model_path={cfg.real.model_path}: only methods=[{OWN_MODEL}] reads it"
+        )
     try:
         check_real_config(cfg.real, real_tasks(cfg))
     except ValueError as err:
@@ -380,7 +409,9 @@ def run_real(cfg: Config, out_dir: Path) -> Results:
         raise ValueError("; ".join(problems))
     name = cfg.methods[0]
     tasks = real_tasks(cfg)
-    model, tokenizer = REAL_MODELS[name]()
+    model, tokenizer = REAL_MODELS[name](cfg)
+    if name == OWN_MODEL:
+        name = Path(cfg.real.model_path).name
     rows, cells, examples = evaluate_model(cfg, model, tokenizer, tasks)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
