@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from shared.config import (
     ExperimentConfig,
+    ReadOnlyWhere,
     TrainLoopConfig,
     checked,
     require,
@@ -22,7 +23,24 @@ from shared.config import (
 # checks it).
 GRID_LAYOUTS = ("open", "wall")  # env.make_grid's layouts
 LAYOUT_KINDS = (*GRID_LAYOUTS, "point_maze")  # and train.POINT_MAZE
-MAZES = ("U_MAZE", "MEDIUM_MAZE", "LARGE_MAZE", "OPEN")  # the keys of point_maze.ENV_IDS
+# every map gymnasium-robotics 1.4.2's maps.py ships (the DIVERSE ones mark reset / goal
+# cells, free here), and CUSTOM: a user's maze, the layout's maze_rows; the keys of
+# point_maze.ENV_IDS
+SHIPPED_MAZES = (
+    "U_MAZE",
+    "MEDIUM_MAZE",
+    "LARGE_MAZE",
+    "OPEN",
+    "EMPTY_MAZE",
+    "OPEN_DIVERSE_G",
+    "OPEN_DIVERSE_GR",
+    "MEDIUM_MAZE_DIVERSE_G",
+    "MEDIUM_MAZE_DIVERSE_GR",
+    "LARGE_MAZE_DIVERSE_G",
+    "LARGE_MAZE_DIVERSE_GR",
+)
+CUSTOM_MAZE = "CUSTOM"
+MAZES = (*SHIPPED_MAZES, CUSTOM_MAZE)
 LOSS_KINDS = ("forward", "backward", "symmetric")  # method.infonce_loss's kinds
 INITS = ("lecun", "torch")  # method.Critic's init
 HORIZON_BINS = ("near", "far")  # the bins evaluate.check_bins requires (eta = far / near)
@@ -48,6 +66,9 @@ class LayoutConfig:
     # tracked by the force
     # ctrl = clip(gain * (v_cmd - v), -1, 1).
     maze: str = checked("MEDIUM_MAZE", choices=MAZES)
+    # maze=CUSTOM: your maze as rows of '#' (a 1 m wall cell) and '.' (a free cell), row 0 the
+    # top (+y); rectangular, closed by walls, its free cells connected (data.maze_from_rows)
+    maze_rows: list[str] | None = None
     tiles_per_cell: int = checked(3, ge=1)
     speed: float = checked(2.0, gt=0)
     action_repeat: int = checked(17, ge=1)
@@ -124,6 +145,14 @@ class EvalConfig:
 
 @dataclass
 class Config(ExperimentConfig):
+    # a user's maze rows are read only by a maze=CUSTOM point_maze layout
+    READ_ONLY_WHERE = (
+        ReadOnlyWhere(
+            keys=("layouts.*.maze_rows",),
+            where=f"a point_maze layout with maze={CUSTOM_MAZE}",
+            reads=lambda layout, _: layout.layout == "point_maze" and layout.maze == CUSTOM_MAZE,
+        ),
+    )
     # l2 (metric) | mrn (quasimetric) | dot | mlp (monolithic) | oracle (-BFS, no training)
     # | untrained (the l2 critic at initialisation: the claims' negative control)
     methods: list[str] = field(default_factory=lambda: ["l2", "mrn", "dot", "mlp", "oracle"])
@@ -141,6 +170,13 @@ class Config(ExperimentConfig):
         require_choices("active_layouts", self.active_layouts, tuple(self.layouts))
         for name in self.active_layouts:
             layout = self.layouts[name]
+            if layout.layout == "point_maze" and layout.maze == CUSTOM_MAZE:
+                require(
+                    bool(layout.maze_rows),
+                    f"layouts.{name}.maze_rows",
+                    layout.maze_rows,
+                    "maze=CUSTOM needs the maze's rows ('#' wall, '.' free)",
+                )
             if layout.layout == "wall":  # env.make_grid: the wall leaves a gap at the bottom
                 require_at_most(
                     f"layouts.{name}.wall_length",

@@ -163,14 +163,60 @@ def load_maze_map(path: str | Path, name: str) -> np.ndarray:
     if not isinstance(node, ast.List) or not all(isinstance(r, ast.List) for r in node.elts):
         raise MazeFileError(f"{path}: map {name} is not a list of rows")
     rows = [[_cell(c, path, name) for c in row.elts] for row in node.elts]
+    problem = grid_problem(rows)
+    if problem:
+        raise MazeFileError(f"{path}: map {name} {problem}")
+    return np.array(rows, dtype=np.int64) == 1
+
+
+def grid_problem(rows: list[list[int]]) -> str:
+    """Why 0/1 rows (1 a wall) are no maze ('' when they are): a rectangular grid of at least
+    3 x 3, closed by walls on its border, with at least two free cells."""
     if not rows or len({len(r) for r in rows}) != 1 or len(rows[0]) < 3 or len(rows) < 3:
-        raise MazeFileError(f"{path}: map {name} is not a rectangular grid of at least 3 x 3")
+        return "is not a rectangular grid of at least 3 x 3"
     walls = np.array(rows, dtype=np.int64) == 1
     border = np.concatenate([walls[0], walls[-1], walls[:, 0], walls[:, -1]])
     if not border.all():
-        raise MazeFileError(f"{path}: map {name} is not closed by walls on its border")
+        return "is not closed by walls on its border"
     if (~walls).sum() < 2:
-        raise MazeFileError(f"{path}: map {name} has fewer than two free cells")
+        return "has fewer than two free cells"
+    return ""
+
+
+WALL, FREE = "#", "."  # a user's maze rows (LayoutConfig.maze_rows)
+
+
+def maze_from_rows(rows: list[str], key: str) -> np.ndarray:
+    """A user's maze (``maze=CUSTOM``): rows of ``#`` (wall) and ``.`` (free), row 0 the top.
+
+    Returns:
+        ``walls`` (H, W) bool, as :func:`load_maze_map`.
+
+    Raises:
+        MazeFileError: naming ``key``, for another character, a grid that is not rectangular
+            or not closed by walls, fewer than two free cells, or free cells that are not all
+            reachable from one another (evaluation pairs would have no path).
+    """
+    bad = sorted({c for row in rows for c in row} - {WALL, FREE})
+    if bad:
+        raise MazeFileError(f"{key}: characters {bad}; use '{WALL}' (wall) and '{FREE}' (free)")
+    grid = [[int(c == WALL) for c in row] for row in rows]
+    problem = grid_problem(grid)
+    if problem:
+        raise MazeFileError(f"{key}: the maze {problem}")
+    walls = np.array(grid, dtype=np.int64) == 1
+    free = list(zip(*np.nonzero(~walls), strict=True))
+    seen, frontier = {free[0]}, [free[0]]
+    while frontier:  # flood fill from one free cell through its four neighbours
+        r, c = frontier.pop()
+        for nr, nc in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
+            if not walls[nr, nc] and (nr, nc) not in seen:
+                seen.add((nr, nc))
+                frontier.append((nr, nc))
+    if len(seen) < len(free):
+        raise MazeFileError(
+            f"{key}: {len(free) - len(seen)} free cell(s) cannot be reached from the others"
+        )
     return walls
 
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from papers.horizon_generalization.config import CUSTOM_MAZE
 from papers.horizon_generalization.env import DELTAS, Grid, bfs_distances, transition_table
 from papers.horizon_generalization.evaluate import (
     Bins,
@@ -63,6 +64,15 @@ ENV_IDS = {  # keyed by config.MAZES (a test checks the keys)
     "MEDIUM_MAZE": "PointMaze_Medium-v3",
     "LARGE_MAZE": "PointMaze_Large-v3",
     "OPEN": "PointMaze_Open-v3",  # no interior wall: the paper's open-arena setting
+    # the other maps of maps.py and a user's maze: the env's map is always passed in
+    "EMPTY_MAZE": "PointMaze_UMaze-v3",
+    "OPEN_DIVERSE_G": "PointMaze_Open_Diverse_G-v3",
+    "OPEN_DIVERSE_GR": "PointMaze_Open_Diverse_GR-v3",
+    "MEDIUM_MAZE_DIVERSE_G": "PointMaze_Medium_Diverse_G-v3",
+    "MEDIUM_MAZE_DIVERSE_GR": "PointMaze_Medium_Diverse_GR-v3",
+    "LARGE_MAZE_DIVERSE_G": "PointMaze_Large_Diverse_G-v3",
+    "LARGE_MAZE_DIVERSE_GR": "PointMaze_Large_Diverse_GR-v3",
+    CUSTOM_MAZE: "PointMaze_Medium-v3",
 }
 SUCCESS_RADIUS = 0.45  # PointMazeEnv: info["success"] = ||achieved - goal|| <= 0.45
 POSITION_NOISE = 0.25  # MazeEnv.position_noise_range: reset / goal noise around a cell centre
@@ -142,18 +152,24 @@ def make_point_maze(
     speed: float = 2.0,
     action_repeat: int = 17,
     gain: float = 1.0,
+    rows: tuple[str, ...] | None = None,
 ) -> PointMaze:
-    """Build the env for the map ``name`` of the pinned ``maps.py`` and its tile coding."""
+    """Build the env for the map ``name`` of the pinned ``maps.py`` (or, for ``CUSTOM``, the
+    user's ``rows``: ``#`` wall, ``.`` free) and its tile coding."""
     import gymnasium
     import gymnasium_robotics
 
-    from papers.horizon_generalization.data import real_maze_map
+    from papers.horizon_generalization.data import maze_from_rows, real_maze_map
 
     if name not in ENV_IDS:
         raise ValueError(f"unknown PointMaze map {name!r}; choose one of {sorted(ENV_IDS)}")
     if tiles_per_cell < 1 or action_repeat < 1 or speed <= 0 or gain <= 0:
         raise ValueError("tiles_per_cell, action_repeat, speed and gain must be positive")
-    walls = real_maze_map(name)
+    walls = (
+        maze_from_rows(list(rows or ()), "maze_rows")
+        if name == CUSTOM_MAZE
+        else real_maze_map(name)
+    )
     gymnasium.register_envs(gymnasium_robotics)
     env = gymnasium.make(ENV_IDS[name], maze_map=walls.astype(int).tolist())
     maze = env.unwrapped.maze

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 
 from papers.horizon_generalization.claims import LABELS, REAL_LABELS, UNTRAINED
-from papers.horizon_generalization.config import Config, LayoutConfig
-from papers.horizon_generalization.data import random_trajectories, sample_hindsight
+from papers.horizon_generalization.config import CUSTOM_MAZE, Config, LayoutConfig
+from papers.horizon_generalization.data import maze_from_rows, random_trajectories, sample_hindsight
 from papers.horizon_generalization.env import Grid, make_grid
 from papers.horizon_generalization.evaluate import evaluate, make_policy, oracle_q, rollout
 from papers.horizon_generalization.method import Critic, categorical_accuracy, infonce_loss
@@ -74,6 +74,7 @@ def maze_key(setting: LayoutConfig) -> tuple:
         setting.speed,
         setting.action_repeat,
         setting.gain,
+        tuple(setting.maze_rows) if setting.maze == CUSTOM_MAZE else None,
     )
 
 
@@ -96,6 +97,34 @@ def maze_trajectories(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The seed's exploratory data in the maze (the critics of one seed share it: cached)."""
     return _maze_trajectories(maze_key(setting), n_trajectories, length, seed)
+
+
+def _mazes(cfg: Config) -> dict[str, LayoutConfig]:
+    return {
+        name: cfg.layouts[name]
+        for name in cfg.active_layouts
+        if cfg.layouts[name].layout == "point_maze"
+    }
+
+
+def real_assets(cfg: Config) -> tuple[str, ...]:
+    """maps.py's asset, unless every active maze is a user's own (maze=CUSTOM)."""
+    own = all(layout.maze == CUSTOM_MAZE for layout in _mazes(cfg).values())
+    return () if own and _mazes(cfg) else REAL_ASSETS
+
+
+def data_preflight(cfg: Config) -> list[str]:
+    """Every scale, before any training: a user's maze rows (maze=CUSTOM) are checked, each
+    problem naming the layout's key."""
+    problems = []
+    for name, layout in _mazes(cfg).items():
+        if layout.maze != CUSTOM_MAZE:
+            continue
+        try:
+            maze_from_rows(list(layout.maze_rows), f"layouts.{name}.maze_rows")
+        except ValueError as err:
+            problems.append(str(err))
+    return problems
 
 
 def real_preflight(cfg: Config) -> list[str]:
