@@ -174,6 +174,43 @@ class SettingConfig:
 
 
 @dataclass
+class ApplyConfig:
+    """``python -m papers.ppi_ate.apply``: PPI's interval of the ATE for one pair of data sets,
+    a user's D1 and D2 (configs/apply/ppi_ate.yaml; shared/apply.py)."""
+
+    d1: str | None = None  # CSV: the small unconfounded data set (an RCT, or every confounder)
+    d2: str | None = None  # CSV: the large, possibly confounded one (same population, Sec. 3.1)
+    treatment: str | None = None  # the 0/1 treatment column, in both files
+    outcome: str | None = None  # the outcome column, in both files
+    covariates: list[str] | None = None  # the columns both files hold: the CATE model's inputs
+    # D1's own further columns (confounders D2 lacks): D1's nuisances read them too
+    d1_only_covariates: list[str] = field(default_factory=list)
+    d1_design: str = checked("rct", choices=D1_DESIGNS)  # rct | observational
+    use_known_propensity: bool = False  # an RCT: plug in rct_propensity instead of estimating
+    rct_propensity: float = checked(0.5, gt=0, lt=1)
+    alpha: float = checked(0.05, gt=0, lt=1)
+    aipw_variant: str = checked("correct", choices=AIPW_VARIANTS)
+    learners: LearnerConfig = field(default_factory=LearnerConfig)
+    shift_alpha: float = checked(0.05, gt=0, lt=1)  # the covariate-shift check (shift_check)
+    shift_smd: float = checked(0.1, ge=0)
+    seed: int = checked(0, ge=0)  # D2's two halves and the cross-fitting folds
+    out: str = "outputs/ppi_ate/apply"  # answer.json goes here
+
+    def validate(self) -> None:
+        for key in ("d1", "d2", "treatment", "outcome"):
+            require(bool(getattr(self, key)), key, getattr(self, key), "is needed")
+        require(bool(self.covariates), "covariates", self.covariates, "name at least one")
+        roles = [self.treatment, self.outcome, *self.covariates, *self.d1_only_covariates]
+        require(
+            len(set(roles)) == len(roles),
+            "covariates",
+            self.covariates,
+            "each column plays one part: treatment, outcome and covariates differ",
+        )
+        _check_clip("learners.propensity_clip", self.learners.propensity_clip)
+
+
+@dataclass
 class Config(ExperimentConfig):
     # shared.config.ExperimentConfig.CPU_ONLY: runtime.device=cuda and mixed precision refused
     CPU_ONLY = "numpy and scikit-learn estimators: no tensor goes to a device"

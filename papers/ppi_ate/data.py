@@ -362,6 +362,17 @@ def load_experiment_csv(
     named columns exist, hold numbers and no gap, the treatment is 0/1 with both arms.
     ``reference`` is its difference in means, as for the shipped experiments.
     """
+    data = read_data_set(path, treatment, outcome, covariates)
+    a, y = data.a, data.y
+    return RealData(Path(path).name, tuple(covariates), data, None, difference_in_means(a, y))
+
+
+def read_data_set(
+    path: str | Path, treatment: str, outcome: str, covariates: list[str] | tuple[str, ...]
+) -> Dataset:
+    """One data set of a user's (a CSV with a header row): X the ``covariates`` in order, A
+    the 0/1 ``treatment`` with both arms, Y the ``outcome``; each problem raises one line
+    naming the file and the column."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise ValueError(f"{path}: no such file")
@@ -372,7 +383,7 @@ def load_experiment_csv(
     x, a, y = _numeric_columns(frame, path, treatment, outcome, tuple(covariates), False)
     if set(np.unique(a).tolist()) != {0, 1}:
         raise ValueError(f"{path}: treatment column {treatment!r} holds one arm only")
-    return RealData(path.name, tuple(covariates), Dataset(x, a, y), None, difference_in_means(a, y))
+    return Dataset(x, a, y)
 
 
 def setting_data(setting: SettingConfig) -> RealData:
