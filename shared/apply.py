@@ -15,6 +15,7 @@ table on stdout.
 
 from __future__ import annotations
 
+import csv
 import sys
 import time
 from collections.abc import Callable
@@ -22,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -30,18 +33,21 @@ from shared.config import CONFIG_DIR, ConfigError, check_bounds
 from shared.records import git_commit, package_versions, write_json
 
 ANSWER_NAME = "answer.json"
+ROWS_NAME = "answer.csv"
 
 
 @dataclass
 class Answer:
     """What an apply run found: ``answer`` (JSON-ready numbers, the record's core), ``table``
-    (printed), the user's ``files`` ({what: path}, recorded with their sha256) and optional
-    ``notes`` (caveats printed under the table and kept in the record)."""
+    (printed), the user's ``files`` ({what: path}, recorded with their sha256), optional
+    ``notes`` (caveats printed under the table and kept in the record) and ``rows`` (one dict
+    per row of the user's data, also written as ``answer.csv``)."""
 
     answer: dict[str, Any]
     table: str
     files: dict[str, str]
     notes: list[str] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
 
 
 def config_path(slug: str) -> Path:
@@ -55,11 +61,12 @@ def compose_apply(slug: str, schema: type, overrides: list[str]) -> Any:
     if malformed:
         raise ConfigError(f"{malformed[0]}: expected key=value")
     try:  # the structured schema refuses an unknown key and a value of the wrong type
-        merged = OmegaConf.merge(
-            OmegaConf.structured(schema),
-            OmegaConf.load(config_path(slug)),
-            OmegaConf.from_dotlist(overrides),
-        )
+        merged = OmegaConf.merge(OmegaConf.structured(schema), OmegaConf.load(config_path(slug)))
+        # Hydra's override grammar, as the train command's: 'models=[{name:a,degree:1}]'
+        for override in OverridesParser.create().parse_overrides(overrides):
+            OmegaConf.update(merged, override.key_or_group, override.value(), merge=True)
+    except HydraException as err:
+        raise ConfigError(str(err).splitlines()[0]) from None
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None) or "the config"
         raise ConfigError(f"{key}: {str(err).splitlines()[0]}") from None
@@ -91,6 +98,11 @@ def run_apply(
     out = Path(cfg.out).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     write_json(record, out / ANSWER_NAME)
+    if found.rows:
+        with (out / ROWS_NAME).open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(found.rows[0]))
+            writer.writeheader()
+            writer.writerows(found.rows)
     print(found.table)
     for note in found.notes:
         print(f"note: {note}")

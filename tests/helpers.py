@@ -168,3 +168,23 @@ def write_idx(path, array, magic: int, compress: bool = False) -> None:
             f.write(payload)
     else:
         Path(path).write_bytes(payload)
+
+
+def apply_refusal(module, argv: list[str], out: Path) -> str:
+    """Run a paper's ``apply`` command line (``module``: ``papers.<slug>.apply``) on ``argv``
+    and return its one-line refusal, checking that nothing was written to ``out``."""
+    import pytest
+
+    from shared.apply import main as apply_main
+
+    saved = sys.argv
+    sys.argv = ["apply", *argv]
+    try:
+        with pytest.raises(SystemExit) as stop:
+            apply_main(module.SLUG, module.ApplyConfig, module.answer_for)
+    finally:
+        sys.argv = saved
+    message = str(stop.value)
+    assert message.startswith(f"papers.{module.SLUG}.apply cannot answer: "), message
+    assert "\n" not in message and not Path(out).exists(), message
+    return message

@@ -73,6 +73,39 @@ class PriorConfig:
 
 
 @dataclass
+class ApplyConfig:
+    """``python -m papers.conformal_bma.apply``: CBMA's prediction set (and each candidate's,
+    with the model weights) for every row of a user's test table (configs/apply/
+    conformal_bma.yaml; shared/apply.py)."""
+
+    train: str | None = None  # CSV: the response column and the inputs (header row, numbers)
+    test: str | None = None  # CSV: the same inputs (the response too, optionally: coverage)
+    target: str | None = None  # the response column's name
+    models: list[CandidateConfig] = field(default_factory=list)  # the candidates, as settings'
+    model_prior: list[float] | None = checked(None, gt=0)  # None: uniform p(M_k) = 1/K
+    alpha: float = checked(0.1, gt=0, lt=1)
+    grid_size: int = checked(400, ge=2)  # G, y-grid points
+    grid_margin_sd: float = checked(3.0, gt=0)
+    prior: PriorConfig = field(default_factory=PriorConfig)
+    standardise: bool = True  # x and y standardised on the training table (answers in y units)
+    out: str = "outputs/conformal_bma/apply"
+
+    def validate(self) -> None:
+        for key in ("train", "test", "target"):
+            require(bool(getattr(self, key)), key, getattr(self, key), "is needed")
+        names = [m.name for m in self.models]
+        require(bool(names), "models", names, "name at least one candidate")
+        require(len(set(names)) == len(names), "models", names, "names a model twice")
+        if self.model_prior is not None:
+            require(
+                len(self.model_prior) == len(names),
+                "model_prior",
+                self.model_prior,
+                f"must hold one weight per model ({len(names)}: {names})",
+            )
+
+
+@dataclass
 class Config(ExperimentConfig):
     # shared.config.ExperimentConfig.CPU_ONLY: runtime.device=cuda and mixed precision refused
     CPU_ONLY = "numpy and scikit-learn estimators: no tensor goes to a device"

@@ -111,19 +111,57 @@ def load_diabetes() -> RealTable:
     return load_diabetes_files(files[DIABETES_DATA], files[DIABETES_TARGET])
 
 
+def _read_frame(path: Path):
+    """A CSV's cells as strings (numbers are parsed column by column, naming bad cells)."""
+    import pandas as pd
+
+    if not path.is_file():
+        raise RealDataError(f"{path} does not exist (settings.<name>.path of a csv source)")
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise RealDataError(f"{path} cannot be read as a CSV table: {err}") from err
+
+
+def _numbers(frame, path: Path, columns) -> np.ndarray:
+    """The ``columns`` of ``frame`` as float64 (N, len(columns)); an empty cell or a value that
+    is not a finite number raises naming the file, the column and the line."""
+    import pandas as pd
+
+    values = np.empty((len(frame), len(columns)), dtype=np.float64)
+    for j, column in enumerate(columns):
+        numbers = pd.to_numeric(frame[column].str.strip(), errors="coerce").to_numpy(float)
+        bad = np.flatnonzero(~np.isfinite(numbers))
+        if bad.size:
+            row = int(bad[0])
+            raise RealDataError(
+                f"{path}, column {column!r}, line {row + 2}: value {frame[column].iloc[row]!r} "
+                "is not a finite number (every column must be numeric, with no empty cells)"
+            )
+        values[:, j] = numbers
+    return values
+
+
+def load_inputs(
+    path: str | Path, columns: tuple[str, ...], target: str
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """A table of new inputs (a user's test rows): the training table's input ``columns``, by
+    name, and the response ``target`` where the file has it (else None)."""
+    path = Path(path).expanduser()
+    frame = _read_frame(path)
+    absent = [c for c in columns if c not in frame.columns]
+    if absent:
+        raise RealDataError(f"{path} lacks the input column(s) {absent} of the training table")
+    y = _numbers(frame, path, [target])[:, 0] if target in frame.columns else None
+    return _numbers(frame, path, list(columns)), y
+
+
 def load_csv(path: str | Path, target: str) -> RealTable:
     """Any numeric CSV table with a header row: ``target`` is the response, every other column
     an input. A missing file or column, an empty cell or a value that is not numeric is
     refused, naming the file, the column and the line."""
-    import pandas as pd
-
     path = Path(path).expanduser()
-    if not path.is_file():
-        raise RealDataError(f"{path} does not exist (settings.<name>.path of a csv source)")
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        raise RealDataError(f"{path} cannot be read as a CSV table: {err}") from err
+    frame = _read_frame(path)
     if target not in frame.columns:
         raise RealDataError(
             f"{path} has no column {target!r} (the setting's target); its columns are "
@@ -135,17 +173,7 @@ def load_csv(path: str | Path, target: str) -> RealTable:
             f"{path} needs at least one input column besides {target!r} and two rows, "
             f"has columns {list(frame.columns)} and {frame.shape[0]} rows"
         )
-    values = np.empty(frame.shape, dtype=np.float64)  # (N, d + 1)
-    for j, column in enumerate(frame.columns):
-        numbers = pd.to_numeric(frame[column].str.strip(), errors="coerce").to_numpy(float)
-        bad = np.flatnonzero(~np.isfinite(numbers))
-        if bad.size:
-            row = int(bad[0])
-            raise RealDataError(
-                f"{path}, column {column!r}, line {row + 2}: value {frame[column].iloc[row]!r} "
-                "is not a finite number (every column must be numeric, with no empty cells)"
-            )
-        values[:, j] = numbers
+    values = _numbers(frame, path, list(frame.columns))  # (N, d + 1)
     X = values[:, [frame.columns.get_loc(c) for c in inputs]]
     y = values[:, frame.columns.get_loc(target)]
     return RealTable(X, y, tuple(str(c) for c in inputs), str(path))

@@ -88,6 +88,24 @@ class OwnDataConfig:
 
 
 @dataclass
+class ApplyConfig:
+    """``python -m papers.etcd.apply``: ETCD's graph of a user's data set, or the
+    AssumptionInvalid it raises (configs/apply/etcd.yaml; shared/apply.py)."""
+
+    data: str | None = None  # CSV: a column per observed variable (header row, numbers)
+    columns: list[str] | None = None  # the variables, by name (None: every column)
+    log: bool = False  # natural log of each variable first (positive, skewed data)
+    standardize: bool = True  # z-score each variable once (HSIC's kernel width is fixed at 1)
+    seed: int = checked(0, ge=0)  # ETCD's random Fourier features and null draws
+    min_samples: int = checked(100, ge=2)  # ETCD's floor: fewer rows are refused
+    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)  # official constants
+    out: str = "outputs/etcd/apply"
+
+    def validate(self) -> None:
+        require(bool(self.data), "data", self.data, "is needed: the CSV of observed variables")
+
+
+@dataclass
 class Config(ExperimentConfig):
     # the own section is read only where graphs names it
     READ_ONLY_WHERE = (

@@ -81,7 +81,11 @@ UNDEFINED = float("nan")  # metric of a graph that was not returned
 
 
 def settings_from(cfg: Config, error: bool) -> ETCDSettings:
-    a = cfg.algorithm
+    return etcd_settings(cfg.algorithm, cfg.data.min_samples, error)
+
+
+def etcd_settings(a, min_samples: int, error: bool) -> ETCDSettings:
+    """ETCD's settings from the config's ``algorithm`` section (an :class:`AlgorithmConfig`)."""
     return ETCDSettings(
         alpha_ip=a.alpha_ip,
         alpha_type1=a.alpha_type1,
@@ -91,7 +95,7 @@ def settings_from(cfg: Config, error: bool) -> ETCDSettings:
         edge_threshold=a.edge_threshold,
         error=error,
         hsic=HSICSettings(a.hsic.width, a.hsic.n_frequencies, a.hsic.n_null),
-        min_samples=cfg.data.min_samples,
+        min_samples=min_samples,
         instrument_min_corr=a.instrument_min_corr,
         cluster_order=a.cluster_order,
     )

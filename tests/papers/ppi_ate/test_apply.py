@@ -15,6 +15,7 @@ from papers.ppi_ate import apply
 from papers.ppi_ate.config import ApplyConfig
 from shared.apply import ANSWER_NAME, run_apply
 from shared.assets import sha256_of
+from tests.helpers import apply_refusal
 
 
 def write(path, n: int, seed: int, confounding: float = 0.0, shift: float = 0.0) -> None:
@@ -77,12 +78,8 @@ def test_a_shifted_d2_is_flagged_with_a_note(tmp_path):
     ],
     ids=["missing column", "bound", "roles", "unknown key"],
 )
-def test_a_bad_key_or_file_stops_in_one_line_writing_nothing(tmp_path, monkeypatch, extra, message):
+def test_a_bad_key_or_file_stops_in_one_line_writing_nothing(tmp_path, extra, message):
     write(tmp_path / "d1.csv", 400, 0)
     write(tmp_path / "d2.csv", 4000, 1)
-    monkeypatch.setattr("sys.argv", ["apply", *args(tmp_path, *extra)])
-    with pytest.raises(SystemExit) as stop:
-        apply.main(apply.SLUG, ApplyConfig, apply.answer_for)
-    assert str(stop.value).startswith("papers.ppi_ate.apply cannot answer: ")
-    assert re.search(message, str(stop.value)) and "\n" not in str(stop.value)
-    assert not (tmp_path / "answer").exists()
+    refusal = apply_refusal(apply, args(tmp_path, *extra), tmp_path / "answer")
+    assert re.search(message, refusal), refusal
