@@ -101,6 +101,29 @@ def run(milestones: list[int], seed: int, out_dir: Path, overrides: tuple[str, .
     return at
 
 
+def all_segments(checkpoint: Path, seed: int, n_sequences: int) -> dict[str, dict[str, float]]:
+    """The trained student of a finished run (its ``checkpoint.pt``: the projections' state at
+    the last milestone) and PCA, evaluated on ``n_sequences`` test segments (the real rung's
+    12 are spread over these; all 60 give five times the tokens, so the accuracy ratio's
+    sampling error shrinks): ``{"pca": metrics, "matryoshka": metrics}`` at the claim's ranks.
+    Nothing is trained; the evaluation draws no random numbers."""
+    import torch
+
+    cfg = compose(SLUG, REAL_SCALE, [f"seeds=[{seed}]", f"eval.n_sequences={n_sequences}"])
+    seed_everything(seed)
+    teacher, tokenizer = load_real_model(cfg)
+    corpus = Corpus(cfg, tokenizer)
+    pca = pca_projections(teacher, corpus, cfg, seed)
+    student = copy.deepcopy(pca)
+    student.load_state_dict(torch.load(checkpoint, weights_only=True)["model"])
+    batches = corpus.batches(cfg.eval.n_sequences, cfg.eval.batch_size, f"eval-{seed}")
+    ranks = sorted({*KL_RANKS, CLAIM_RANK, pca.head_dim})
+    return {
+        name: evaluate_ranks(teacher, model.eval(), pca.n_layers, pca.n_heads, ranks, batches, True)
+        for name, model in (("pca", pca), ("matryoshka", student))
+    }
+
+
 def numbers_from(
     at: dict[int, dict[str, float]],
     real: dict,
@@ -167,6 +190,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="outputs/matryoshka_kv/diagnose")
     parser.add_argument("--write", action="store_true", help="store results/diagnosis.json")
     parser.add_argument(
+        "--all-segments",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also evaluate the run's last checkpoint (under --out) and PCA on N test segments",
+    )
+    parser.add_argument(
         "--from-run",
         default=None,
         help="a finished run's diagnosis.json (under --out): recompute its numbers, no training",
@@ -192,15 +222,33 @@ def main(argv: list[str] | None = None) -> int:
     real_cfg, paper_cfg = compose(SLUG, REAL_SCALE), compose(SLUG, "paper")
     paper_tokens = paper_cfg.projection.steps * tokens_per_step(paper_cfg)
     numbers = numbers_from(at, real, args.seed, tokens_per_step(real_cfg), paper_tokens)
+    wide = None
+    if args.all_segments:  # the last milestone's projections, on more test tokens
+        wide = all_segments(out_dir / "run" / "checkpoint.pt", args.seed, args.all_segments)
+        numbers["all_segments"] = args.all_segments
+        numbers[f"acc_ratio_r{CLAIM_RANK}_all_segments"] = wide["matryoshka"][
+            f"acc_ratio_r{CLAIM_RANK}"
+        ]
+        numbers[f"pca_acc_ratio_r{CLAIM_RANK}_all_segments"] = wide["pca"][
+            f"acc_ratio_r{CLAIM_RANK}"
+        ]
+        for r in KL_RANKS:
+            numbers[f"kl_ratio_r{r}_all_segments"] = (
+                wide["matryoshka"][f"kl_r{r}"] / wide["pca"][f"kl_r{r}"]
+            )
     write_json({"numbers": numbers, "per_milestone": at}, out_dir / "diagnosis.json")
     for key, value in numbers.items():
         print(f"{key:>28}: {value:.4f}")
     if args.write:
         milestones = " ".join(map(str, sorted(set(args.milestones))))
         command = f"python -m papers.{SLUG}.diagnose --milestones {milestones} --write"
+        if args.all_segments:
+            command += f" --all-segments {args.all_segments}"
         if args.from_run:
             command += f" (numbers recomputed from the run's {args.from_run})"
         details = {"per_milestone": {str(k): v for k, v in at.items()}, "seed": args.seed}
+        if wide is not None:
+            details["all_segments"] = wide
         if training_run:
             details["training_run"] = training_run
         print(write_evidence(SLUG, numbers, command, started, details))
