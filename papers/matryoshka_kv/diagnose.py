@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from papers.matryoshka_kv.claims import ACCURACY_CLAIM, REAL_CLAIMS
+from papers.matryoshka_kv.model import attach_projections
 from papers.matryoshka_kv.train import (
     Corpus,
     evaluate_ranks,
@@ -101,27 +102,35 @@ def run(milestones: list[int], seed: int, out_dir: Path, overrides: tuple[str, .
     return at
 
 
-def all_segments(checkpoint: Path, seed: int, n_sequences: int) -> dict[str, dict[str, float]]:
+def all_segments(
+    checkpoint: Path, seed: int, n_sequences: int, overrides: tuple[str, ...] = ()
+) -> dict[str, dict[str, float]]:
     """The trained student of a finished run (its ``checkpoint.pt``: the projections' state at
     the last milestone) and PCA, evaluated on ``n_sequences`` test segments (the real rung's
     12 are spread over these; all 60 give five times the tokens, so the accuracy ratio's
     sampling error shrinks): ``{"pca": metrics, "matryoshka": metrics}`` at the claim's ranks.
-    Nothing is trained; the evaluation draws no random numbers."""
+    Nothing is trained; the evaluation draws no random numbers. ``overrides`` (after these)
+    shrink it for tests."""
     import torch
 
-    cfg = compose(SLUG, REAL_SCALE, [f"seeds=[{seed}]", f"eval.n_sequences={n_sequences}"])
+    cfg = compose(
+        SLUG, REAL_SCALE, [f"seeds=[{seed}]", f"eval.n_sequences={n_sequences}", *overrides]
+    )
     seed_everything(seed)
     teacher, tokenizer = load_real_model(cfg)
     corpus = Corpus(cfg, tokenizer)
     pca = pca_projections(teacher, corpus, cfg, seed)
-    student = copy.deepcopy(pca)
-    student.load_state_dict(torch.load(checkpoint, weights_only=True)["model"])
+    trained = copy.deepcopy(pca)
+    trained.load_state_dict(torch.load(checkpoint, weights_only=True)["model"])
     batches = corpus.batches(cfg.eval.n_sequences, cfg.eval.batch_size, f"eval-{seed}")
     ranks = sorted({*KL_RANKS, CLAIM_RANK, pca.head_dim})
-    return {
-        name: evaluate_ranks(teacher, model.eval(), pca.n_layers, pca.n_heads, ranks, batches, True)
-        for name, model in (("pca", pca), ("matryoshka", student))
-    }
+    found = {}
+    for name, projections in (("pca", pca), ("matryoshka", trained)):
+        student = attach_projections(copy.deepcopy(teacher), projections).eval()
+        found[name] = evaluate_ranks(
+            teacher, student, pca.n_layers, pca.n_heads, ranks, batches, accuracy=True
+        )
+    return found
 
 
 def numbers_from(

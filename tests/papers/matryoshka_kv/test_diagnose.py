@@ -9,6 +9,7 @@ import pytest
 from papers.matryoshka_kv import diagnose
 from papers.matryoshka_kv.claims import REAL_SMOKE_OVERRIDES
 from shared import pretrained
+from shared.config import compose
 from tests.helpers import require_assets
 
 
@@ -48,6 +49,11 @@ def test_one_run_is_evaluated_at_every_milestone(tmp_path):
     )
     at = diagnose.run([1, 2], seed=0, out_dir=tmp_path, overrides=shrink)
     assert sorted(at) == [1, 2]
+    # the last checkpoint re-evaluated on the same segments gives the last milestone's numbers
+    n = compose("matryoshka_kv", "real", list(shrink)).eval.n_sequences
+    again = diagnose.all_segments(tmp_path / "run" / "checkpoint.pt", 0, n, shrink)
+    assert again["matryoshka"]["kl_r16"] == pytest.approx(at[2]["kl_r16"], rel=1e-9)
+    assert set(again) == {"pca", "matryoshka"} and again["pca"]["kl_r64"] < 1e-4  # PCA exact
     for metrics in at.values():
         assert 0 < metrics["acc_ratio_r24"] <= 1.5 and metrics["kl_r16"] >= metrics["kl_r64"] - 1e-6
     # the two evaluations see a student that trained in between
