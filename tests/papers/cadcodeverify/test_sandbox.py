@@ -153,7 +153,10 @@ def test_a_fork_loop_stops_at_the_process_limit():
     _contained(result, "sandbox.max_processes")
     assert result.stopped == "processes" and "BlockingIOError" in result.error
     forked = int(re.search(r"FORKED (\d+)", result.error).group(1))
-    assert 1 <= forked < LIMITS.max_processes  # the runner itself is one of the tasks
+    # Stopped by the limit, long before the loop's 300: the runner is usually one of the
+    # counted tasks (forked < limit), but one CI run under two pytest workers forked exactly
+    # the limit (16 of 16), so the bound is the limit itself, which the security claim needs.
+    assert 1 <= forked <= LIMITS.max_processes
     deadline = time.monotonic() + 10
     while _processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
