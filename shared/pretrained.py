@@ -174,3 +174,21 @@ def corpus_folder(folder: str | Path) -> dict[str, str]:
     if empty:
         raise ValueError(f"{path}: empty text file(s) {empty}")
     return texts
+
+
+def own_files(
+    checkpoints: dict[str, str | Path | None], corpora: dict[str, str | Path | None] | None = None
+) -> dict[str, str]:
+    """``{"<key> (<file name>)": path}`` of a run's own files, for the run record: each
+    checkpoint folder's config and weights (:func:`model_files`) and each corpus folder's
+    ``.txt`` files (:func:`corpus_folder`), by the config key that named the folder; unset
+    keys are skipped."""
+    files = {}
+    for key, folder in checkpoints.items():
+        if folder is not None:
+            files.update({f"{key} ({f.name})": str(f) for f in model_files(folder)})
+    for key, folder in (corpora or {}).items():
+        if folder is not None:
+            path = Path(folder).expanduser()
+            files.update({f"{key} ({name})": str(path / name) for name in corpus_folder(path)})
+    return files

@@ -423,15 +423,9 @@ def real_assets(cfg: Config) -> tuple[str, ...]:
 
 def user_files(cfg: Config) -> dict[str, str]:
     """Your checkpoint's config and weights and your text files, recorded with their sha256."""
-    files = {}
-    if cfg.model.path is not None:
-        for file in pretrained.model_files(cfg.model.path):
-            files[f"model.path ({file.name})"] = str(file)
-    if cfg.real.corpus_path is not None:
-        folder = Path(cfg.real.corpus_path).expanduser()
-        for name in pretrained.corpus_folder(folder):
-            files[f"real.corpus_path ({name})"] = str(folder / name)
-    return files
+    return pretrained.own_files(
+        {"model.path": cfg.model.path}, {"real.corpus_path": cfg.real.corpus_path}
+    )
 
 
 def real_model_problems(config: dict, cfg: Config) -> list[str]:

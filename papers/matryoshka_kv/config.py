@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from shared.config import (
+    REAL_SCALE,
+    ConfigError,
     ExperimentConfig,
     TrainLoopConfig,
     checked,
@@ -28,7 +30,9 @@ class ModelConfig:
     """The base model: a checkpoint folder (paper), a pinned pretrained asset (real) or a small
     Llama the toy pre-trains."""
 
-    path: str | None = None  # paper: local Llama / Mistral folder (from_pretrained, no download)
+    # paper: local Llama / Mistral folder (from_pretrained, no download); real: your own
+    # Llama-family checkpoint in place of the asset (its heads and head size checked at start)
+    path: str | None = None
     asset: str | None = None  # real: shared.pretrained's model asset (SmolLM2-135M), verified
     vocab_size: int = checked(32, ge=1)
     hidden_size: int = checked(64, ge=1)
@@ -57,6 +61,10 @@ class CorpusConfig:
     pca_path: str | None = None  # paper: local Alpaca json for the PCA statistics
     train_path: str | None = None  # paper: local RedPajama-sample json for training
     asset: str | None = None  # real: shared.pretrained's corpus asset, cut into seq_len segments
+    # real: a folder of your UTF-8 .txt files in place of the asset's documents; the last
+    # ``test_share`` of them in name order (at least one) are the test documents, the rest train
+    path: str | None = None
+    test_share: float = checked(0.375, gt=0, lt=1)  # the shipped split: 6 of 16 documents
 
 
 @dataclass
@@ -158,14 +166,37 @@ class Config(ExperimentConfig):
                 m.vocab_size,
                 f"must be >= {TOY_SYMBOLS} (the toy corpus's symbols)",
             )
-            head_dim = m.hidden_size // m.num_attention_heads
-            valid = f"each rank must be <= {head_dim} (model.hidden_size / heads)"
-            require(all(r <= head_dim for r in ranks), "eval.ranks", ranks, valid)
-            require(
-                all(r <= head_dim for r in schedule), "projection.rank_schedule", schedule, valid
+            problems = rank_problems(
+                self, m.hidden_size // m.num_attention_heads, "model.hidden_size / heads"
             )
-            fixed = self.projection.fixed_rank
-            require(fixed <= head_dim, "projection.fixed_rank", fixed, valid)
-            if "matryoshka_searched" in self.methods:  # greedy_rank_search: 1 <= step < d
-                step = self.rank_search.step
-                require(step < head_dim, "rank_search.step", step, f"must be < {head_dim} (d)")
+            if problems:
+                raise ConfigError(problems[0])
+        if self.corpus.path is not None:
+            require(
+                self.scale == REAL_SCALE,
+                "corpus.path",
+                self.corpus.path,
+                "a folder of your text is read at scale=real (paper scale: corpus.train_path)",
+            )
+
+
+def rank_problems(cfg: Config, head_dim: int, source: str) -> list[str]:
+    """The ranks a run uses against the model's head size ``d`` (``source`` says where ``d``
+    comes from): evaluation, the training schedule and the fixed rank at most ``d``, the
+    search's step below it (:func:`papers.matryoshka_kv.method.greedy_rank_search`)."""
+    valid = f"each rank must be <= {head_dim} ({source})"
+    checks = [(list(cfg.eval.ranks), "eval.ranks", valid)]
+    if any(method in SCHEDULED for method in cfg.methods):
+        checks.append((list(cfg.projection.rank_schedule), "projection.rank_schedule", valid))
+    if "fixed_rank" in cfg.methods:
+        checks.append((cfg.projection.fixed_rank, "projection.fixed_rank", valid))
+    problems = [
+        f"{key}={ranks}: {why}"
+        for ranks, key, why in checks
+        if max(ranks if isinstance(ranks, list) else [ranks]) > head_dim
+    ]
+    if "matryoshka_searched" in cfg.methods and cfg.rank_search.step >= head_dim:
+        problems.append(
+            f"rank_search.step={cfg.rank_search.step}: must be < {head_dim} (d, {source})"
+        )
+    return problems

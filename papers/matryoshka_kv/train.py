@@ -16,6 +16,8 @@ top-1 accuracy (relative to the full cache) on the test documents.
 from __future__ import annotations
 
 import copy
+import json
+import math
 import random
 from pathlib import Path
 
@@ -24,7 +26,7 @@ import torch
 from transformers import get_cosine_schedule_with_warmup
 
 from papers.matryoshka_kv.claims import LABELS, REAL_LABELS, REAL_PLOT, SEARCHED
-from papers.matryoshka_kv.config import Config
+from papers.matryoshka_kv.config import Config, CorpusConfig, rank_problems
 from papers.matryoshka_kv.data import load_texts, make_batch, make_lexicon
 from papers.matryoshka_kv.method import (
     KVProjections,
@@ -43,7 +45,7 @@ from papers.matryoshka_kv.model import (
     load_local_model,
     set_ranks,
 )
-from shared import pretrained
+from shared import assets, pretrained
 from shared.config import REAL_SCALE
 from shared.entry import main
 from shared.experiment import RunOutput, check_names, run_grid
@@ -77,12 +79,12 @@ class Corpus:
         self.cfg = cfg.corpus
         self.lexicon = make_lexicon(cfg.corpus)
         self.chunks: dict[str, torch.Tensor] = {}
-        self.real = cfg.corpus.asset is not None
+        self.real = cfg.corpus.asset is not None or cfg.corpus.path is not None
         if self.real:
             if tokenizer is None:
-                raise ValueError("corpus.asset needs the pinned model's tokenizer")
-            train = real_segments(pretrained.corpus("train"), tokenizer, self.cfg.seq_len)
-            test = real_segments(pretrained.corpus("test"), tokenizer, self.cfg.seq_len)
+                raise ValueError("the real corpus needs the real model's tokenizer")
+            documents = real_documents(cfg.corpus)
+            train, test = (real_segments(d, tokenizer, self.cfg.seq_len) for d in documents)
             self.chunks = {"train": train, "pca": train, "test": test}
         elif cfg.model.path is not None:
             from transformers import AutoTokenizer
@@ -128,6 +130,30 @@ class Corpus:
         return [self.batch(n, f"{name}-{i}") for i, n in enumerate(sizes)]
 
 
+def real_documents(corpus: CorpusConfig) -> tuple[dict[str, str], dict[str, str]]:
+    """``(train, test)`` documents, ``{name: text}``: the pinned corpus's split, or a user's
+    folder (``corpus.path``) split by :func:`split_documents`."""
+    if corpus.path is None:
+        return pretrained.corpus("train"), pretrained.corpus("test")
+    return split_documents(pretrained.corpus_folder(corpus.path), corpus.test_share)
+
+
+def split_documents(
+    documents: dict[str, str], test_share: float
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Whole documents, never one cut across the two: the last ``test_share`` of them in name
+    order (at least one) test, the rest (at least one) train."""
+    names = sorted(documents)
+    n_test = max(1, round(test_share * len(names)))
+    if len(names) - n_test < 1:
+        raise ValueError(
+            f"{len(names)} text file(s): needs at least 2 (one to train on, one to test on; "
+            f"corpus.test_share={test_share} of them test)"
+        )
+    train, test = names[:-n_test], names[-n_test:]
+    return {n: documents[n] for n in train}, {n: documents[n] for n in test}
+
+
 def real_segments(documents: dict[str, str], tokenizer, seq_len: int) -> torch.Tensor:
     """(N, seq_len) token ids: each document tokenised alone and cut into whole segments (the
     shorter tail dropped), documents in table order. One-line error when none is long enough."""
@@ -145,11 +171,12 @@ def real_segments(documents: dict[str, str], tokenizer, seq_len: int) -> torch.T
 
 
 def load_real_model(cfg: Config):
-    """Real: (the pinned pretrained LM, frozen and in eval mode, its tokenizer); else
-    (None, None). Loaded once per run: the teacher of every seed, the corpus's tokenizer."""
+    """Real: (the pinned pretrained LM, or your checkpoint at ``model.path``, frozen and in
+    eval mode, its tokenizer); else (None, None). Loaded once per run: the teacher of every
+    seed, the corpus's tokenizer."""
     if cfg.model.asset is None:
         return None, None
-    model, tokenizer = pretrained.load_model()
+    model, tokenizer = pretrained.load_model(cfg.model.path)  # None: the pinned SmolLM2
     return model.requires_grad_(False), tokenizer
 
 
@@ -337,10 +364,11 @@ def evaluate_ranks(
     head_dim = max(ranks)
     metrics[f"abs_kl_r{head_dim}"] = abs(metrics[f"kl_r{head_dim}"])
     if accuracy:
-        metrics["acc_full"] = teacher_correct / predicted
+        full = metrics["acc_full"] = teacher_correct / predicted
         for r in ranks:
             metrics[f"acc_r{r}"] = totals[r].accuracy()
-            metrics[f"acc_ratio_r{r}"] = metrics[f"acc_r{r}"] / metrics["acc_full"]
+            # undefined when the full cache predicts nothing right (an untrained model)
+            metrics[f"acc_ratio_r{r}"] = metrics[f"acc_r{r}"] / full if full else math.nan
     return metrics
 
 
@@ -511,15 +539,73 @@ def plot_real(curves, cfg: Config, path: Path) -> None:
         ax.set_xlabel("cache budget r / d (uniform ranks)")
         ax.grid(alpha=0.3)
         ax.legend(frameon=False, fontsize=8)
-    fig.suptitle(f"MatryoshkaKV on SmolLM2-135M, test documents, seeds {list(cfg.seeds)}")
+    model = Path(cfg.model.path).name if cfg.model.path else "SmolLM2-135M"
+    fig.suptitle(f"MatryoshkaKV on {model}, test documents, seeds {list(cfg.seeds)}")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
 
 
+def real_assets(cfg: Config) -> tuple[str, ...]:
+    """SmolLM2 unless ``model.path`` names your checkpoint; the docutils documents unless
+    ``corpus.path`` names your text."""
+    own = (cfg.model.path, cfg.corpus.path)
+    return tuple(asset for asset, path in zip(REAL_ASSETS, own, strict=True) if path is None)
+
+
+def user_files(cfg: Config) -> dict[str, str]:
+    """Your checkpoint's config and weights and your text files, recorded with their sha256."""
+    return pretrained.own_files({"model.path": cfg.model.path}, {"corpus.path": cfg.corpus.path})
+
+
+def model_problems(config: dict, cfg: Config, key: str) -> list[str]:
+    """The run against the model's ``config.json`` (``key`` names where it came from): whole
+    query groups per key / value head, every rank within the head size ``d`` (the projections
+    are d x d per layer and KV head), segments within the position window."""
+    heads, hidden = config.get("num_attention_heads"), config.get("hidden_size")
+    if not heads or not hidden:
+        return [f"{key}: config.json names no num_attention_heads / hidden_size"]
+    kv_heads = config.get("num_key_value_heads") or heads
+    if heads % kv_heads:
+        return [
+            f"{key}: num_key_value_heads={kv_heads} does not divide num_attention_heads={heads} "
+            "(grouped-query attention shares each key / value head among whole query groups)"
+        ]
+    head_dim = config.get("head_dim") or hidden // heads
+    problems = rank_problems(cfg, head_dim, f"{key}'s head size")
+    window = config.get("max_position_embeddings")
+    if window is not None and cfg.corpus.seq_len > window:
+        problems.append(
+            f"corpus.seq_len={cfg.corpus.seq_len}: above {key}'s window ({window} tokens)"
+        )
+    return problems
+
+
+def corpus_problems(cfg: Config) -> list[str]:
+    """Your text (``corpus.path``): UTF-8 ``.txt`` files, at least one to train on and one to
+    test on, each split holding a whole ``corpus.seq_len`` segment in the model's tokens."""
+    from transformers import AutoTokenizer
+
+    try:
+        train, test = real_documents(cfg.corpus)
+    except ValueError as err:
+        return [f"corpus.path: {err}"]
+    folder = cfg.model.path or pretrained.model_folder()
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    problems = []
+    for split, documents in (("train", train), ("test", test)):
+        try:
+            real_segments(documents, tokenizer, cfg.corpus.seq_len)
+        except ValueError as err:
+            problems.append(f"corpus.path ({split} files): {err}")
+    return problems
+
+
 def real_preflight(cfg: Config) -> list[str]:
     """scale=real reads the pinned model and corpus (``REAL_ASSETS``, verified by the entry
-    point) and nothing else: name each setting that points elsewhere."""
+    point) or your own checkpoint (``model.path``) and text (``corpus.path``): the settings,
+    the checkpoint's architecture and sizes against the ranks, and the text, before any
+    weights load."""
     problems = []
     if cfg.model.asset != pretrained.MODEL_ASSET:
         problems.append(
@@ -529,10 +615,17 @@ def real_preflight(cfg: Config) -> list[str]:
         problems.append(
             f"corpus.asset={cfg.corpus.asset!r}: scale=real reads {pretrained.CORPUS_ASSET}"
         )
-    if cfg.model.path is not None:
-        problems.append("model.path is set: scale=real loads the pinned model, set it to null")
     if not cfg.eval.accuracy:
         problems.append("eval.accuracy=false: the real claims read the accuracy ratios")
+    model_found = cfg.model.path is not None or not assets.missing([pretrained.MODEL_ASSET])
+    if cfg.model.path is not None:
+        config, found = pretrained.model_config("model.path", cfg.model.path)
+        problems += found or model_problems(config, cfg, "model.path")
+    elif model_found:
+        config = json.loads((pretrained.model_folder() / "config.json").read_text())
+        problems += model_problems(config, cfg, pretrained.MODEL_ASSET)
+    if cfg.corpus.path is not None and model_found and not problems:
+        problems += corpus_problems(cfg)  # tokenised by the (checked) model's tokenizer
     return problems
 
 

@@ -74,10 +74,7 @@ def user_files(cfg: Config) -> dict[str, str]:
     """Your checkpoint's config and weights (methods=[own]), recorded with their sha256."""
     if OWN_MODEL not in cfg.methods or not cfg.real.model_path:
         return {}
-    return {
-        f"real.model_path ({file.name})": str(file)
-        for file in pretrained.model_files(cfg.real.model_path)
-    }
+    return pretrained.own_files({"real.model_path": cfg.real.model_path})
 
 
 # ----------------------------------------------------------------------------------------
