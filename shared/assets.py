@@ -281,7 +281,7 @@ ASSETS: tuple[Asset, ...] = (
             ),
         ),
         licence="Apache-2.0",
-        papers=("em_llm", "matryoshka_kv", "nupa"),
+        papers=("em_llm", "matryoshka_kv", "nupa", "spa"),
         description="SmolLM2-135M-Instruct (Allal et al. 2025): a pretrained 30-layer Llama, "
         "8,192-token window, GGUF Q4_1, converted at fetch time to a float32 transformers folder",
         convert="shared.pretrained:gguf_to_transformers",
@@ -411,6 +411,30 @@ ASSETS: tuple[Asset, ...] = (
         papers=("em_llm", "matryoshka_kv"),
         description="English prose: 16 documents of docutils' own documentation (PEPs, user "
         "guides, developer notes), 10 for training and 6 for testing, UTF-8 text",
+    ),
+    Asset(
+        name="llamafactory_demo",
+        source="pypi",
+        package="llamafactory",
+        version="0.9.5",
+        archive="llamafactory-0.9.5.tar.gz",
+        archive_sha256="1702c0bfb864e80577a59521d2edcacd2aab05ec6aee06188fcba335a589681f",
+        files=(
+            AssetFile(
+                "llamafactory-0.9.5/data/dpo_en_demo.json",
+                "b949be2421cfa62744afcf1b479f95b299d643d1a4c1c97d1341b314a1aa5cb3",
+                1575286,
+            ),
+            AssetFile(
+                "llamafactory-0.9.5/data/alpaca_en_demo.json",
+                "bcc37c64db1a739a0789a1b81f251146fcf4459f903474bc9e3c21bbb5628318",
+                859893,
+            ),
+        ),
+        licence="Apache-2.0",
+        papers=("spa",),
+        description="LLaMA-Factory's demo sets: 300 human preference pairs (conversations, "
+        "chosen, rejected; 194 single-turn) and 999 Alpaca instructions, JSON",
     ),
     Asset(
         name="diabetes",

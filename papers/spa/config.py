@@ -15,6 +15,7 @@ OPTIMIZERS = ("adam", "adamw")
 SCHEDULES = ("constant", "cosine")
 THRESHOLDS = ("minibatch", "rolling")  # spa.threshold
 JUDGE_REFERENCES = ("init", "previous", "none")  # spa.judge_reference (paper Table 7)
+DATA_SOURCES = ("ultrafeedback", "llamafactory")  # data.source
 
 
 @dataclass
@@ -40,6 +41,7 @@ class ModelConfig:
     """pi_init: a local checkpoint (paper) or a tiny GPT-2 the toy trains by SFT."""
 
     path: str | None = None  # paper: local folder (from_pretrained, nothing downloaded)
+    asset: str | None = None  # real: shared.pretrained's model asset (SmolLM2-135M-Instruct)
     dtype: str = checked("float32", choices=DTYPES)  # float32 | bfloat16 (paper: bf16)
     n_embd: int = checked(64, ge=1)
     n_layer: int = checked(2, ge=1)
@@ -122,15 +124,26 @@ class FullLabelConfig:
 class DataConfig:
     """Paper-scale preference data (brief Sec. 6), read from local disk only."""
 
-    path: str | None = None  # jsonl file or datasets.save_to_disk folder (UltraFeedback)
+    # ultrafeedback: the paper's data (one table of prompt / chosen / rejected rows); llamafactory:
+    # LLaMA-Factory's demo layout (human pairs + Alpaca prompts; the real rung's asset)
+    source: str = checked("ultrafeedback", choices=DATA_SOURCES)
+    # ultrafeedback: jsonl file or datasets.save_to_disk folder; llamafactory: a folder holding
+    # dpo_en_demo.json and alpaca_en_demo.json (null at scale=real: the asset's)
+    path: str | None = None
+    asset: str | None = None  # real: the llamafactory_demo asset (shared/assets.py)
     split_seed: int = checked(42, ge=0)  # make_data_split.py shuffles with seed 42
     seed_size: int = checked(2000, ge=1)  # rows 0..2000 keep their human labels
     iteration_sizes: list[int] = checked(factory=lambda: [8000, 20000, 30000], ge=1)
-    # held-out prompts generated for evaluation (AlpacaEval size)
+    # held-out prompts generated for evaluation (AlpacaEval size; llamafactory: the held-out
+    # pairs' first prompts, answered for the response-length diagnostic)
     eval_prompts: int = checked(805, ge=1)
+    # llamafactory: the held-out human pairs scored (null: every single-turn pair not in the seed)
+    heldout_pairs: int | None = checked(None, ge=1)
     max_length: int = checked(2048, ge=1)
     max_prompt_length: int = checked(1024, ge=1)
-    system_prompt: str = ""  # chat template with an empty system message
+    # "": an empty system message; null: the chat template's own default (a pair's own system
+    # message is kept either way)
+    system_prompt: str | None = ""
     # sequences per forward pass in the judge and generation
     micro_batch_size: int = checked(4, ge=1)
 
@@ -159,6 +172,11 @@ class Config(ExperimentConfig):
     data: DataConfig = field(default_factory=DataConfig)
     loop: TrainLoopConfig = field(default_factory=TrainLoopConfig)
 
+    @property
+    def toy(self) -> bool:
+        """The toy world (no checkpoint: neither ``model.path`` nor the real rung's asset)."""
+        return self.model.path is None and self.model.asset is None
+
     def validate(self) -> None:
         super().validate()
         p = self.spa
@@ -167,7 +185,7 @@ class Config(ExperimentConfig):
         )
         # one decoupling lambda per iteration; the toy's pools are spa.prompts_per_iteration,
         # the paper scale's (model.path set) data.iteration_sizes
-        toy = self.model.path is None
+        toy = self.toy
         pools = "spa.prompts_per_iteration" if toy else "data.iteration_sizes"
         n_pools = len(p.prompts_per_iteration if toy else self.data.iteration_sizes)
         require(

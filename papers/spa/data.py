@@ -190,3 +190,131 @@ def alpaca_eval_records(prompts: list[str], outputs: list[str], generator: str) 
         {"instruction": p, "output": o, "generator": generator, "dataset": "ultrafeedback_heldout"}
         for p, o in zip(prompts, outputs, strict=True)
     ]
+
+
+# ------------------------------------------------- real rung: LLaMA-Factory's demo sets (issue 54)
+# The two files of the ``llamafactory_demo`` asset (shared/assets.py), or a folder of yours
+# with the same names and layouts (data.source=llamafactory data.path=DIR).
+DEMO_PAIRS_FILE = "dpo_en_demo.json"  # [{conversations: [{from, value}], chosen, rejected}]
+DEMO_PROMPTS_FILE = "alpaca_en_demo.json"  # [{instruction, input, output}]
+DEMO_ROLES = {"system": "system", "human": "user", "gpt": "assistant"}
+
+
+@dataclass
+class ChatPair:
+    """A human preference pair: the conversation before the response (chat messages, role and
+    content) and the preferred and dispreferred assistant responses."""
+
+    messages: list[dict[str, str]]
+    chosen: str
+    rejected: str
+
+    @property
+    def single_turn(self) -> bool:
+        """One user turn, with or without a system message before it."""
+        return [m["role"] for m in self.messages] in (["user"], ["system", "user"])
+
+
+def _json_records(path: Path) -> list:
+    try:
+        records = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: not a JSON file ({err}); truncated or changed?") from err
+    if not isinstance(records, list) or not records:
+        raise ValueError(f"{path}: expected a non-empty JSON list of records")
+    return records
+
+
+def _demo_text(value: Any, where: str, role: str | None = None) -> str:
+    """A {from, value} message's text, checked (non-empty text, a known role, ``role`` if set)."""
+    if not isinstance(value, dict) or value.get("from") not in DEMO_ROLES:
+        raise ValueError(f"{where}: expected {{'from': {'/'.join(DEMO_ROLES)}, 'value': text}}")
+    if role is not None and value["from"] != role:
+        raise ValueError(f"{where}: expected a {role!r} message, got {value['from']!r}")
+    text = value.get("value")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"{where}: 'value' is empty or not text")
+    return text
+
+
+def load_demo_pairs(path: str | Path, expected: int | None = None) -> list[ChatPair]:
+    """LLaMA-Factory's ``dpo_en_demo.json`` layout -> pairs; one-line ``ValueError`` naming the
+    file and the record for a missing key, an unknown role or empty text, and for a record
+    count other than ``expected`` (the pinned file's)."""
+    path = Path(path)
+    records = _json_records(path)
+    if expected is not None and len(records) != expected:
+        raise ValueError(f"{path}: {len(records)} records, the pinned file has {expected}")
+    pairs = []
+    for index, record in enumerate(records):
+        where = f"{path} record {index}"
+        if not isinstance(record, dict) or not {"conversations", "chosen", "rejected"} <= set(
+            record
+        ):
+            raise ValueError(f"{where}: expected keys conversations, chosen, rejected")
+        turns = record["conversations"]
+        if not isinstance(turns, list) or not turns:
+            raise ValueError(f"{where}: 'conversations' is not a non-empty list")
+        messages = [
+            {"role": DEMO_ROLES[turn.get("from")], "content": _demo_text(turn, where)}
+            for turn in turns
+        ]
+        chosen = _demo_text(record["chosen"], f"{where} chosen", "gpt")
+        rejected = _demo_text(record["rejected"], f"{where} rejected", "gpt")
+        pairs.append(ChatPair(messages, chosen, rejected))
+    return pairs
+
+
+def load_instructions(path: str | Path, expected: int | None = None) -> list[str]:
+    """LLaMA-Factory's ``alpaca_en_demo.json`` layout -> the instructions of the records with
+    an empty ``input`` (an instruction that refers to its input is no prompt alone); one-line
+    ``ValueError`` naming the file and record as :func:`load_demo_pairs`."""
+    path = Path(path)
+    records = _json_records(path)
+    if expected is not None and len(records) != expected:
+        raise ValueError(f"{path}: {len(records)} records, the pinned file has {expected}")
+    instructions = []
+    for index, record in enumerate(records):
+        where = f"{path} record {index}"
+        if not isinstance(record, dict) or not {"instruction", "input"} <= set(record):
+            raise ValueError(f"{where}: expected keys instruction, input, output")
+        text, extra = record["instruction"], record["input"]
+        if not isinstance(text, str) or not text.strip() or not isinstance(extra, str):
+            raise ValueError(f"{where}: 'instruction' is empty or not text")
+        if not extra.strip():
+            instructions.append(text)
+    return instructions
+
+
+@dataclass
+class DemoSplit:
+    """The real rung's split: labelled seed pairs, prompt-only pools, held-out human pairs."""
+
+    seed: list[ChatPair]
+    pools: list[list[str]]
+    heldout: list[ChatPair]
+
+
+def split_demo(pairs: list[ChatPair], instructions: list[str], cfg: DataConfig) -> DemoSplit:
+    """The single-turn pairs shuffled with ``split_seed``: the first ``seed_size`` are the seed
+    D_0, the rest held out for evaluation; the instructions shuffled with it too, cut into one
+    fresh pool per iteration (``iteration_sizes``). ``ValueError`` naming what is short."""
+    singles = [p for p in pairs if p.single_turn]
+    if len(singles) <= cfg.seed_size:
+        raise ValueError(
+            f"data.seed_size={cfg.seed_size}: the pairs hold {len(singles)} single-turn pairs; "
+            "at least one must stay held out for evaluation"
+        )
+    rng = np.random.default_rng(cfg.split_seed)
+    shuffled = [singles[i] for i in rng.permutation(len(singles))]
+    needed = sum(cfg.iteration_sizes)
+    if needed > len(instructions):
+        raise ValueError(
+            f"data.iteration_sizes={list(cfg.iteration_sizes)}: {needed} prompts needed, the "
+            f"instructions hold {len(instructions)} (those without an input)"
+        )
+    prompts = [instructions[i] for i in rng.permutation(len(instructions))]
+    cuts = np.cumsum([0, *cfg.iteration_sizes])
+    pools = [prompts[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    heldout = shuffled[cfg.seed_size :][: cfg.heldout_pairs]  # None: all of them
+    return DemoSplit(shuffled[: cfg.seed_size], pools, heldout)

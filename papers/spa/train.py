@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from transformers import get_cosine_schedule_with_warmup
 
-from papers.spa.claims import LABELS
+from papers.spa.claims import LABELS, REAL_LABELS, REAL_PLOT
 from papers.spa.config import JUDGE_REFERENCES, Config, OptimConfig
 from papers.spa.method import (
     RollingThreshold,
@@ -39,6 +39,7 @@ from papers.spa.method import (
 )
 from papers.spa.model import batched_log_probs, collate, forward_logits
 from papers.spa.tasks import ChatTask, Pairs, ToyTask, pairs_from_labels
+from shared import pretrained
 from shared.entry import main
 from shared.experiment import RunOutput, check_names, run_grid
 from shared.logger import MetricsLogger
@@ -52,7 +53,10 @@ from shared.seeding import numpy_rng, torch_generator
 METHODS = ("sft", "dpo_seed", "spa", "spa_nosr", "oracle", "coin_flip", "full_label")
 ITERATING = ("spa", "spa_nosr", "oracle", "coin_flip")
 PAPER_METHODS = ("sft", "dpo_seed", "spa", "spa_nosr", "coin_flip")  # no r* at paper scale
+DEMO_ASSET = "llamafactory_demo"  # LLaMA-Factory's human pairs and Alpaca prompts (issue 54)
+REAL_ASSETS = (pretrained.MODEL_ASSET, DEMO_ASSET)
 STREAM_ORDER, STREAM_COIN = 6, 7
+CURVE_METRICS = ("win_rate", "heldout_acc")  # the toy's, the real rung's
 
 
 class Runtime:
@@ -337,11 +341,11 @@ def run_iterations(method, task, pi_init, pi_0, eval_0, run_dir, rt: Runtime, se
 
 
 def make_task(cfg: Config, seed: int):
-    return ChatTask(cfg, seed) if cfg.model.path is not None else ToyTask(cfg, seed)
+    return ToyTask(cfg, seed) if cfg.toy else ChatTask(cfg, seed)
 
 
 def check_config(cfg: Config) -> None:
-    check_names("methods", cfg.methods, METHODS if cfg.model.path is None else PAPER_METHODS)
+    check_names("methods", cfg.methods, METHODS if cfg.toy else PAPER_METHODS)
     # the judge reference, the iteration count and the sample count: Config.validate
 
 
@@ -351,6 +355,23 @@ def preflight(cfg: Config) -> list[str]:
     return missing_model_folders({"model.path": cfg.model.path}, hint) + missing_paths(
         {"data.path": cfg.data.path}, hint
     )
+
+
+def real_preflight(cfg: Config) -> list[str]:
+    """scale=real reads the pinned model and demo sets (``REAL_ASSETS``, verified by the entry
+    point): name each setting that points elsewhere."""
+    problems = []
+    if cfg.model.asset != pretrained.MODEL_ASSET or cfg.model.path is not None:
+        problems.append(
+            f"model.asset={cfg.model.asset!r} model.path={cfg.model.path!r}: scale=real runs "
+            f"{pretrained.MODEL_ASSET} (model.path null)"
+        )
+    if cfg.data.source != "llamafactory" or cfg.data.asset != DEMO_ASSET:
+        problems.append(
+            f"data.source={cfg.data.source!r} data.asset={cfg.data.asset!r}: scale=real reads "
+            f"the {DEMO_ASSET} asset (data.source=llamafactory)"
+        )
+    return problems
 
 
 def run(cfg: Config, out_dir: Path) -> Results:
@@ -415,10 +436,17 @@ def run(cfg: Config, out_dir: Path) -> Results:
             metrics["gain"] = metrics["win_rate"] - eval_0["win_rate"]
             return RunOutput({**metrics, "pairs": float(len(pairs))})
         metrics = run_iterations(method, task, pi_init, pi_0, eval_0, run_dir, rt, seed)
-        if not task.has_true_reward:  # paper scale: generations for AlpacaEval, no curve
+        # the toy's exact win rate, the real rung's held-out pair accuracy, per iteration
+        # (paper scale: generations for AlpacaEval, no curve)
+        name = CURVE_METRICS[0] if task.has_true_reward else CURVE_METRICS[1]
+        if f"{name}_it0" not in metrics:
             return RunOutput(metrics)
-        curve = [metrics[f"win_rate_it{i}"] for i in range(len(cfg.spa.lambdas) + 1)]
-        return RunOutput(metrics, {"win_rate": curve})
+        curve = [metrics[f"{name}_it{i}"] for i in range(len(cfg.spa.lambdas) + 1)]
+        return RunOutput(metrics, {name: curve})
+
+    if not cfg.toy:  # pi_init and pi_0 first, so forked runs inherit them instead of each
+        for seed in cfg.seeds:  # training pi_0 again
+            base(seed)
 
     results, curves = run_grid(
         cfg.methods,
@@ -431,9 +459,13 @@ def run(cfg: Config, out_dir: Path) -> Results:
     )
     add_gap_closed(results)
     if rt.accelerator.is_main_process:
-        if cfg.model.path is None:
+        if cfg.toy:
             print_iterations(results, len(cfg.spa.lambdas))
-        plot(results, curves, cfg, out_dir / "win_rate.png")
+            plot(results, curves, cfg, out_dir / "win_rate.png")
+        elif cfg.data.source == "llamafactory":
+            plot_heldout(results, curves, cfg, out_dir / REAL_PLOT)
+        else:
+            plot(results, curves, cfg, out_dir / "win_rate.png")
     return results
 
 
@@ -493,6 +525,37 @@ def plot(results: Results, curves, cfg: Config, path: Path) -> None:
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:  # paper scale has no exact win rate to draw
         ax.legend(frameon=False, fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plot_heldout(results: Results, curves, cfg: Config, path: Path) -> None:
+    """Real rung: the implicit reward's accuracy on the held-out human pairs per iteration
+    (left; DPO on the seed and pi_init as lines) and each model's mean response length
+    (right: DPO tends to lengthen answers)."""
+    iterations = np.arange(len(cfg.spa.lambdas) + 1)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), dpi=100)
+    for method, by_name in curves.items():
+        if "heldout_acc" in by_name:
+            values = np.asarray(by_name["heldout_acc"]).mean(0)
+            left.plot(iterations, values, marker="o", label=REAL_LABELS.get(method, method))
+    for method, style in (("dpo_seed", ":"), ("sft", "-.")):
+        if method in results:
+            mean = np.mean(results[method]["heldout_acc"])
+            left.axhline(mean, linestyle=style, color="grey", label=REAL_LABELS.get(method))
+    left.set_xticks(iterations)
+    left.set_xlabel("SPA iteration (0 = DPO on the seed)")
+    left.set_ylabel("held-out human pairs: implicit reward prefers chosen")
+    left.grid(alpha=0.3)
+    left.legend(frameon=False, fontsize=7)
+    names = [m for m in results if "mean_response_tokens" in results[m]]
+    right.bar(range(len(names)), [np.mean(results[m]["mean_response_tokens"]) for m in names])
+    right.set_xticks(range(len(names)))
+    right.set_xticklabels(names, fontsize=7)
+    right.set_ylabel(f"mean response tokens (cap {cfg.spa.max_new_tokens})")
+    model = Path(cfg.model.path).name if cfg.model.path else "SmolLM2-135M-Instruct"
+    fig.suptitle(f"SPA on {model}, LLaMA-Factory's human pairs, seeds {list(cfg.seeds)}")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -1,0 +1,176 @@
+"""SPA's real rung (issue 54): LLaMA-Factory's demo layout (human preference pairs and Alpaca
+instructions) read and checked, the seed / held-out / pool split, the held-out pair metrics on
+hand cases, the paper-scale path on a tiny random Llama and demo-format files the test writes,
+and the pinned asset's files themselves."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from papers.spa.config import DataConfig
+from papers.spa.data import (
+    DEMO_PAIRS_FILE,
+    DEMO_PROMPTS_FILE,
+    load_demo_pairs,
+    load_instructions,
+    split_demo,
+)
+from papers.spa.tasks import DEMO_PAIR_RECORDS, DEMO_PROMPT_RECORDS, heldout_pair_metrics
+from shared.config import compose_dict
+from shared.entry import execute
+from tests.helpers import require_assets, save_tiny_llama
+
+WORDS = "question say something yes no 0123456789 good bad answer"
+
+
+def demo_pair(i: int, system: bool = False, turns: int = 1) -> dict:
+    conversation = [{"from": "system", "value": "be kind"}] if system else []
+    for t in range(turns):
+        if t:
+            conversation.append({"from": "gpt", "value": f"answer {t}"})
+        conversation.append({"from": "human", "value": f"question {i} say something {t}"})
+    return {
+        "conversations": conversation,
+        "chosen": {"from": "gpt", "value": f"yes good answer {i}"},
+        "rejected": {"from": "gpt", "value": f"no bad {i}"},
+    }
+
+
+def write_demo(folder, n_pairs=12, n_prompts=10):
+    folder.mkdir(parents=True, exist_ok=True)
+    pairs = [demo_pair(i, system=i % 3 == 0) for i in range(n_pairs)] + [demo_pair(99, turns=2)]
+    prompts = [
+        {"instruction": f"say something {i}", "input": "", "output": "x"} for i in range(n_prompts)
+    ]
+    prompts.append({"instruction": "answer this", "input": "a referenced input", "output": "x"})
+    (folder / DEMO_PAIRS_FILE).write_text(json.dumps(pairs))
+    (folder / DEMO_PROMPTS_FILE).write_text(json.dumps(prompts))
+    return folder
+
+
+def test_demo_files_read_as_chat_pairs_and_instructions(tmp_path):
+    folder = write_demo(tmp_path)
+    pairs = load_demo_pairs(folder / DEMO_PAIRS_FILE)
+    assert len(pairs) == 13 and sum(p.single_turn for p in pairs) == 12
+    assert pairs[0].messages == [
+        {"role": "system", "content": "be kind"},
+        {"role": "user", "content": "question 0 say something 0"},
+    ]
+    assert pairs[0].chosen == "yes good answer 0" and pairs[0].rejected == "no bad 0"
+    assert [m["role"] for m in pairs[-1].messages] == ["user", "assistant", "user"]
+    instructions = load_instructions(folder / DEMO_PROMPTS_FILE)
+    assert len(instructions) == 10 and "answer this" not in instructions  # has an input
+
+
+def test_a_bad_demo_file_stops_in_one_line_naming_the_record(tmp_path):
+    path = tmp_path / DEMO_PAIRS_FILE
+    path.write_text(json.dumps([demo_pair(0)])[:-20])
+    with pytest.raises(ValueError, match="not a JSON file .*truncated or changed"):
+        load_demo_pairs(path)
+    broken = demo_pair(1)
+    broken["rejected"] = {"from": "human", "value": "x"}
+    path.write_text(json.dumps([demo_pair(0), broken]))
+    with pytest.raises(ValueError, match=r"record 1 rejected: expected a 'gpt' message"):
+        load_demo_pairs(path)
+    path.write_text(json.dumps([{"conversations": [], "chosen": {}}]))
+    with pytest.raises(ValueError, match="record 0: expected keys conversations, chosen"):
+        load_demo_pairs(path)
+    path.write_text(json.dumps([demo_pair(0)]))
+    with pytest.raises(ValueError, match="1 records, the pinned file has 300"):
+        load_demo_pairs(path, expected=300)
+    prompts = tmp_path / DEMO_PROMPTS_FILE
+    prompts.write_text(json.dumps([{"instruction": " ", "input": ""}]))
+    with pytest.raises(ValueError, match="record 0: 'instruction' is empty"):
+        load_instructions(prompts)
+
+
+def test_split_keeps_seed_heldout_and_pools_apart(tmp_path):
+    folder = write_demo(tmp_path)
+    pairs = load_demo_pairs(folder / DEMO_PAIRS_FILE)
+    instructions = load_instructions(folder / DEMO_PROMPTS_FILE)
+    cfg = DataConfig(seed_size=8, iteration_sizes=[3, 4])
+    split = split_demo(pairs, instructions, cfg)
+    seed_prompts = {p.messages[-1]["content"] for p in split.seed}
+    heldout_prompts = {p.messages[-1]["content"] for p in split.heldout}
+    assert len(seed_prompts) == 8 and len(heldout_prompts) == 4  # 12 single-turn pairs
+    assert not seed_prompts & heldout_prompts
+    assert all(p.single_turn for p in split.seed + split.heldout)
+    assert [len(pool) for pool in split.pools] == [3, 4]
+    assert not set(split.pools[0]) & set(split.pools[1])
+    again = split_demo(pairs, instructions, cfg)  # seeded by data.split_seed
+    assert [p.chosen for p in again.seed] == [p.chosen for p in split.seed]
+    capped = split_demo(
+        pairs, instructions, DataConfig(seed_size=8, iteration_sizes=[3], heldout_pairs=2)
+    )
+    assert capped.heldout == split.heldout[:2]
+    with pytest.raises(ValueError, match="data.seed_size=12: .* 12 single-turn pairs"):
+        split_demo(pairs, instructions, DataConfig(seed_size=12, iteration_sizes=[3]))
+    with pytest.raises(ValueError, match=r"data.iteration_sizes=\[8, 8\]: 16 prompts needed"):
+        split_demo(pairs, instructions, DataConfig(seed_size=8, iteration_sizes=[8, 8]))
+
+
+def test_heldout_metrics_on_a_hand_case():
+    init = torch.tensor([[-10.0, -10.0], [-5.0, -6.0], [-8.0, -4.0], [-3.0, -3.0]])
+    policy = init + torch.tensor([[1.0, 0.0], [0.0, 2.0], [0.0, 0.0], [0.5, -0.5]])
+    metrics = heldout_pair_metrics(policy.double(), init.double(), beta=0.1)
+    # rewards (chosen - rejected) / 0.1: +1, -2, 0 (a tie: half), +1 -> 2.5 of 4 pairs
+    assert metrics["heldout_acc"] == pytest.approx(2.5 / 4)
+    assert metrics["reward_margin"] == pytest.approx(0.1 * (1 - 2 + 0 + 1) / 4)
+    assert metrics["loglik_margin"] == pytest.approx(((-9 + 10) + (-5 + 4) + (-8 + 4) + 1) / 4)
+    # pi_init against itself ties every pair
+    assert heldout_pair_metrics(init.double(), init.double(), 0.1)["heldout_acc"] == 0.5
+
+
+@pytest.mark.smoke
+def test_the_demo_path_end_to_end_on_a_tiny_llama(tmp_path):
+    model_dir = tmp_path / "model"
+    save_tiny_llama(
+        model_dir,
+        [WORDS + " <|user|> <|assistant|> <|system|> be kind"],
+        eos_token="</s>",
+        chat_template=(
+            "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}</s>{% endfor %}"
+            "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+        ),
+    )
+    folder = write_demo(tmp_path / "demo")
+    overrides = [
+        f"model.path={model_dir}",
+        "data.source=llamafactory",
+        f"data.path={folder}",
+        "model.dtype=float32",
+        "methods=[sft,dpo_seed,spa,coin_flip]",
+        "data.seed_size=6",
+        "data.iteration_sizes=[4]",
+        "data.eval_prompts=2",
+        "data.max_length=40",
+        "data.max_prompt_length=24",
+        "spa.lambdas=[0.5]",
+        "spa.max_new_tokens=6",
+        "seed_dpo.optim.batch_size=3",
+        "seed_dpo.optim.epochs=1",
+        "spa.optim.batch_size=2",
+        "runtime.progress=false",
+    ]
+    out = tmp_path / "run"
+    record = execute("spa", compose_dict("spa", "paper", overrides), out)
+    metrics = record["metrics"]
+    assert metrics["sft"]["heldout_acc"]["mean"] == 0.5  # pi_init ties every pair
+    for method in ("dpo_seed", "spa", "coin_flip"):
+        assert 0.0 <= metrics[method]["heldout_acc"]["mean"] <= 1.0
+        assert metrics[method]["mean_response_tokens"]["mean"] <= 6
+    assert metrics["spa"]["heldout_acc_it0"]["mean"] == metrics["dpo_seed"]["heldout_acc"]["mean"]
+    assert (out / "real_heldout.png").is_file()
+
+
+def test_the_pinned_demo_files():
+    files = require_assets("llamafactory_demo")["llamafactory_demo"]
+    pairs = load_demo_pairs(files[DEMO_PAIRS_FILE], expected=DEMO_PAIR_RECORDS)
+    instructions = load_instructions(files[DEMO_PROMPTS_FILE], expected=DEMO_PROMPT_RECORDS)
+    assert sum(p.single_turn for p in pairs) == 194  # 114 user-only, 80 system + user
+    assert len(instructions) == 587  # of 999: those without an input
+    split = split_demo(pairs, instructions, DataConfig(seed_size=100, iteration_sizes=[64, 64]))
+    assert len(split.seed) == 100 and len(split.heldout) == 94
