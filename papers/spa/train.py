@@ -371,6 +371,11 @@ def real_preflight(cfg: Config) -> list[str]:
             f"data.source={cfg.data.source!r} data.asset={cfg.data.asset!r}: scale=real reads "
             f"the {DEMO_ASSET} asset (data.source=llamafactory)"
         )
+    if cfg.data.path is not None:  # the real claims are about the pinned pairs
+        problems.append(
+            f"data.path={cfg.data.path}: scale=real reads the pinned pairs; your own folder in "
+            "the same layout runs at scale=paper (README: Real data)"
+        )
     return problems
 
 

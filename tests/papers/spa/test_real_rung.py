@@ -166,6 +166,17 @@ def test_the_demo_path_end_to_end_on_a_tiny_llama(tmp_path):
     assert (out / "real_heldout.png").is_file()
 
 
+def test_the_real_rung_reads_only_the_pinned_model_and_pairs(tmp_path):
+    from papers.spa.train import real_preflight
+    from shared.config import compose
+
+    assert real_preflight(compose("spa", "real")) == []
+    cfg = compose("spa", "real", [f"data.path={tmp_path}", f"model.path={tmp_path}"])
+    problems = real_preflight(cfg)
+    assert any(p.startswith(f"data.path={tmp_path}: scale=real reads the pinned") for p in problems)
+    assert any("scale=real runs smollm2_135m (model.path null)" in p for p in problems)
+
+
 def test_the_pinned_demo_files():
     files = require_assets("llamafactory_demo")["llamafactory_demo"]
     pairs = load_demo_pairs(files[DEMO_PAIRS_FILE], expected=DEMO_PAIR_RECORDS)
