@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
+from papers.spa import diagnose
 from papers.spa.config import DataConfig
 from papers.spa.data import (
     DEMO_PAIRS_FILE,
@@ -112,6 +114,19 @@ def test_split_keeps_seed_heldout_and_pools_apart(tmp_path):
         split_demo(pairs, instructions, DataConfig(seed_size=8, iteration_sizes=[8, 8]))
 
 
+def test_paired_comparison_on_a_hand_case():
+    wins = np.array([1.0, 1.0, 0.0, 0.5, 1.0])
+    baseline = np.array([0.0, 1.0, 1.0, 0.5, 0.0])
+    found = diagnose.compare(wins, baseline, np.random.default_rng(0))
+    assert found["difference"] == pytest.approx(0.2)  # (+1 + 0 - 1 + 0 + 1) / 5
+    assert (found["better"], found["worse"]) == (2, 1)
+    assert found["sign_test_p"] == pytest.approx(1.0)  # 2 of 3 discordant: no evidence
+    assert found["ci_low"] < 0.2 < found["ci_high"]
+    init = torch.tensor([[-1.0, -1.0], [-2.0, -1.0]], dtype=torch.float64)
+    policy = init + torch.tensor([[0.5, 0.0], [0.0, 0.0]], dtype=torch.float64)
+    assert diagnose.pair_wins(policy, init).tolist() == [1.0, 0.5]
+
+
 def test_heldout_metrics_on_a_hand_case():
     init = torch.tensor([[-10.0, -10.0], [-5.0, -6.0], [-8.0, -4.0], [-3.0, -3.0]])
     policy = init + torch.tensor([[1.0, 0.0], [0.0, 2.0], [0.0, 0.0], [0.5, -0.5]])
@@ -142,7 +157,7 @@ def test_the_demo_path_end_to_end_on_a_tiny_llama(tmp_path):
         "data.source=llamafactory",
         f"data.path={folder}",
         "model.dtype=float32",
-        "methods=[sft,dpo_seed,spa,coin_flip]",
+        "methods=[sft,dpo_seed,spa,spa_nosr,coin_flip]",
         "data.seed_size=6",
         "data.iteration_sizes=[4]",
         "data.eval_prompts=2",
@@ -158,6 +173,11 @@ def test_the_demo_path_end_to_end_on_a_tiny_llama(tmp_path):
     out = tmp_path / "run"
     record = execute("spa", compose_dict("spa", "paper", overrides), out)
     metrics = record["metrics"]
+    # the diagnosis rescoring the run's final policies from its checkpoints gets its numbers
+    numbers, _ = diagnose.run(out, 0, tuple(overrides), scale="paper")
+    assert numbers["acc_sft"] == 0.5 and numbers["heldout_pairs"] == 6
+    for method in ("dpo_seed", "spa", "coin_flip"):
+        assert numbers[f"acc_{method}"] == metrics[method]["heldout_acc"]["mean"]
     assert metrics["sft"]["heldout_acc"]["mean"] == 0.5  # pi_init ties every pair
     for method in ("dpo_seed", "spa", "coin_flip"):
         assert 0.0 <= metrics[method]["heldout_acc"]["mean"] <= 1.0

@@ -1,0 +1,131 @@
+"""How sure is the real rung's held-out comparison? (issue 54)
+
+The real rung scores every model on the 94 held-out human pairs by one number, the share of
+pairs whose implicit reward against pi_init prefers the human-chosen answer. Its claims compare
+those shares between arms (SPA against DPO-on-seed by 0.02, SPA against SPA-noSR within 0.03).
+This experiment reloads the run's final policies from its run folder (``checkpoint.pt`` of the
+seed DPO and of each arm's last iteration), scores each held-out pair again, checks that the
+accuracies equal the run's (``results/real.json``: a reproduction of the scoring), and, pair by
+pair, measures each comparison's resolution: the paired difference with a bootstrap 95 %
+interval over pairs, and the exact two-sided sign test on the discordant pairs (McNemar).
+
+    python -m papers.spa.train scale=real hydra.run.dir=outputs/spa/real   # the run (~1.5 h)
+    python -m papers.spa.diagnose --run outputs/spa/real --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from scipy.stats import binomtest
+
+from papers.spa.tasks import ChatTask
+from shared.checkpoint import load_checkpoint
+from shared.config import REAL_SCALE, compose
+from shared.diagnosis import cpu_seconds, write_evidence
+from shared.findings import results_file
+from shared.seeding import numpy_rng
+
+SLUG = "spa"
+ARMS = ("spa", "spa_nosr", "coin_flip")
+# (arm, baseline) comparisons of REAL_CLAIMS
+COMPARISONS = (("spa", "dpo_seed"), ("spa", "spa_nosr"), ("coin_flip", "dpo_seed"))
+BOOTSTRAP_DRAWS = 10_000
+BOOTSTRAP_STREAM = 54  # numpy_rng(seed, stream): the resampling's own draws
+
+
+def checkpoints(run: Path, seed: int, iterations: int) -> dict[str, Path]:
+    """The run's final policies: pi_0 (the seed DPO's) and each arm's last iteration's."""
+    found = {"dpo_seed": run / "runs" / f"base-s{seed}" / "seed_dpo" / "checkpoint.pt"}
+    for arm in ARMS:
+        found[arm] = run / "runs" / f"{arm}-s{seed}" / f"iter{iterations}" / "checkpoint.pt"
+    missing = [str(p) for p in found.values() if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"the run folder lacks {missing} (run scale=real there first)")
+    return found
+
+
+def pair_wins(log_probs: torch.Tensor, init_log_probs: torch.Tensor) -> np.ndarray:
+    """Per held-out pair: 1 when the implicit reward prefers the chosen answer, 0 when the
+    rejected, 0.5 on a tie (beta > 0 does not change the sign)."""
+    difference = (log_probs - init_log_probs) @ torch.tensor([1.0, -1.0], dtype=torch.float64)
+    return ((difference > 0).double() + 0.5 * (difference == 0).double()).numpy()
+
+
+def compare(wins: np.ndarray, baseline: np.ndarray, rng: np.random.Generator) -> dict[str, float]:
+    """Paired comparison of two arms on the same pairs: the accuracy difference, its bootstrap
+    95 % interval (pairs resampled), and the exact sign test on the pairs where they disagree."""
+    difference = wins - baseline
+    draws = rng.integers(0, len(wins), (BOOTSTRAP_DRAWS, len(wins)))
+    resampled = difference[draws].mean(1)
+    better, worse = int((difference > 0).sum()), int((difference < 0).sum())
+    p_value = binomtest(better, better + worse).pvalue if better + worse else 1.0
+    return {
+        "difference": float(difference.mean()),
+        "ci_low": float(np.quantile(resampled, 0.025)),
+        "ci_high": float(np.quantile(resampled, 0.975)),
+        "better": better,
+        "worse": worse,
+        "sign_test_p": float(p_value),
+    }
+
+
+def run(
+    run_dir: Path, seed: int, overrides: tuple[str, ...] = (), scale: str = REAL_SCALE
+) -> tuple[dict, dict]:
+    """(numbers, details): each model's held-out accuracy and each comparison's resolution.
+    ``overrides`` and ``scale`` are the run's (tests: a tiny paper-scale run)."""
+    cfg = compose(SLUG, scale, [f"seeds=[{seed}]", *overrides])
+    task = ChatTask(cfg, seed)
+    pi_init = task.build_policy().eval()
+    init_log_probs = task.pair_log_probs(pi_init)
+    wins = {"sft": pair_wins(init_log_probs, init_log_probs)}
+    for name, path in checkpoints(run_dir, seed, len(cfg.spa.lambdas)).items():
+        policy = task.build_policy()
+        policy.load_state_dict(load_checkpoint(path)["model"])
+        wins[name] = pair_wins(task.pair_log_probs(policy.eval()), init_log_probs)
+    numbers: dict[str, float] = {"heldout_pairs": len(wins["sft"])}
+    numbers.update({f"acc_{name}": float(w.mean()) for name, w in wins.items()})
+    rng = numpy_rng(seed, BOOTSTRAP_STREAM)
+    for arm, baseline in COMPARISONS:
+        for key, value in compare(wins[arm], wins[baseline], rng).items():
+            numbers[f"{arm}_vs_{baseline}_{key}"] = value
+    return numbers, {"per_pair_wins": {k: w.tolist() for k, w in wins.items()}}
+
+
+def agreement(numbers: dict[str, float], real: dict, seed: int) -> float:
+    """The largest gap between the rescored accuracies and the run's (0: the same)."""
+    metrics = real["metrics"]
+    gaps = [
+        abs(numbers[f"acc_{name}"] - metrics[name]["heldout_acc"]["per_seed"][str(seed)])
+        for name in ("sft", "dpo_seed", *ARMS)
+        if name in metrics
+    ]
+    return max(gaps)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", required=True, help="the scale=real run folder (checkpoints)")
+    parser.add_argument("--seed", type=int, default=0, help="the real rung's seed (REAL_SEEDS)")
+    parser.add_argument("--write", action="store_true", help="store results/diagnosis.json")
+    args = parser.parse_args(argv)
+    started = (time.perf_counter(), cpu_seconds())
+    numbers, details = run(Path(args.run), args.seed)
+    real = results_file(SLUG, "real.json")
+    if real is not None:
+        numbers["max_gap_to_run"] = agreement(numbers, real, args.seed)
+    for key, value in numbers.items():
+        print(f"{key}: {value:.4g}")
+    if args.write:
+        command = f"python -m papers.spa.diagnose --run {args.run} --write"
+        print(write_evidence(SLUG, numbers, command, started, details))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
