@@ -310,6 +310,9 @@ class TrainLoopConfig:
 
     # steps between checkpoints (the last step always saves)
     checkpoint_every: int = checked(100, ge=1)
+    # false: no checkpoint file at all (a run neither resumed nor reloaded afterwards: the real
+    # rungs' CI smoke runs, where a 135M model's checkpoint costs more than its training)
+    save_checkpoints: bool = True
     log_every: int = checked(10, ge=1)  # steps between metrics.jsonl records of the training loss
     console_every_s: float = checked(5.0, ge=0)  # at most one console line per this many seconds
     grad_clip: float | None = checked(None, gt=0)  # max global grad norm; None disables clipping

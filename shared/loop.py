@@ -142,7 +142,7 @@ def fit(
         if evaluate is not None and (step % loop.eval_every == 0 or step == max_steps):
             history.append({"step": step, **_evaluate(model, evaluate)})
             _log(logger, {**tags, **history[-1]}, console=True)
-        if step % loop.checkpoint_every == 0 or step == max_steps:
+        if loop.save_checkpoints and (step % loop.checkpoint_every == 0 or step == max_steps):
             save(step)
     bar.close()
     return history

@@ -138,21 +138,23 @@ REAL_CI = False  # about two hours on 2 cores: scripts/reproduce.py --paper spa 
 # the seed's 39 DPO steps ~1,500, seven evaluations ~150 each, three arms of two iterations
 # ~770 each; x 1.5 headroom, in units of the reference workload (tests/cpu_units.py)
 REAL_CPU_BUDGET_UNITS = 6500.0
-# The real path end to end on a few pairs (tests/test_real.py): 4 seed pairs, one iteration of
-# 2 prompts, 8-token answers, 4 held-out pairs scored, 2 answers generated for their length.
+# The real path end to end on a few pairs (tests/test_real.py): one DPO step on 2 seed pairs,
+# one iteration of 2 prompts, 8-token answers, 2 held-out pairs scored, one answer generated
+# for its length, no checkpoint files (1.6 GB each for the 135M policy and its AdamW state).
 REAL_SMOKE_OVERRIDES = (
-    "data.seed_size=4",
+    "data.seed_size=2",
     "data.iteration_sizes=[2]",
     "spa.lambdas=[0.5]",
     "spa.max_new_tokens=8",
     "data.max_length=48",
     "data.max_prompt_length=32",
-    "data.eval_prompts=2",
-    "data.heldout_pairs=4",
+    "data.eval_prompts=1",
+    "data.heldout_pairs=2",
     "seed_dpo.optim.epochs=1",
     "seed_dpo.optim.batch_size=2",
     "spa.optim.batch_size=2",
     "methods=[sft,dpo_seed,spa]",
+    "loop.save_checkpoints=false",
 )
 REAL_CLAIMS = [
     Claim(
