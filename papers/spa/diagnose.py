@@ -38,11 +38,16 @@ BOOTSTRAP_DRAWS = 10_000
 BOOTSTRAP_STREAM = 54  # numpy_rng(seed, stream): the resampling's own draws
 
 
-def checkpoints(run: Path, seed: int, iterations: int) -> dict[str, Path]:
-    """The run's final policies: pi_0 (the seed DPO's) and each arm's last iteration's."""
+def checkpoints(
+    run: Path, seed: int, iterations: int, only: tuple[str, ...] = ()
+) -> dict[str, Path]:
+    """The run's final policies: pi_0 (the seed DPO's) and each arm's last iteration's
+    (``only``: just those)."""
     found = {"dpo_seed": run / "runs" / f"base-s{seed}" / "seed_dpo" / "checkpoint.pt"}
     for arm in ARMS:
         found[arm] = run / "runs" / f"{arm}-s{seed}" / f"iter{iterations}" / "checkpoint.pt"
+    if only:
+        found = {name: path for name, path in found.items() if name in only}
     missing = [str(p) for p in found.values() if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"the run folder lacks {missing} (run scale=real there first)")
@@ -75,19 +80,41 @@ def compare(wins: np.ndarray, baseline: np.ndarray, rng: np.random.Generator) ->
 
 
 def run(
-    run_dir: Path, seed: int, overrides: tuple[str, ...] = (), scale: str = REAL_SCALE
+    run_dir: Path,
+    seed: int,
+    overrides: tuple[str, ...] = (),
+    scale: str = REAL_SCALE,
+    cache: Path | None = None,
+    only: tuple[str, ...] = (),
 ) -> tuple[dict, dict]:
     """(numbers, details): each model's held-out accuracy and each comparison's resolution.
-    ``overrides`` and ``scale`` are the run's (tests: a tiny paper-scale run)."""
+    ``overrides`` and ``scale`` are the run's (tests: a tiny paper-scale run). ``cache`` keeps
+    each model's scores (a later call reuses them); ``only`` scores just those models (while
+    the run still trains the others) and returns nothing."""
     cfg = compose(SLUG, scale, [f"seeds=[{seed}]", *overrides])
+    paths = checkpoints(run_dir, seed, len(cfg.spa.lambdas), only)
     task = ChatTask(cfg, seed)
-    pi_init = task.build_policy().eval()
-    init_log_probs = task.pair_log_probs(pi_init)
-    wins = {"sft": pair_wins(init_log_probs, init_log_probs)}
-    for name, path in checkpoints(run_dir, seed, len(cfg.spa.lambdas)).items():
+    log_probs = {}  # model -> (P, 2) held-out log-probs, cached beside the run when asked
+
+    def scored(name: str, path: Path | None) -> torch.Tensor:
+        cached = cache / f"{name}.pt" if cache is not None else None
+        if cached is not None and cached.is_file():
+            return torch.load(cached, weights_only=True)
         policy = task.build_policy()
-        policy.load_state_dict(load_checkpoint(path)["model"])
-        wins[name] = pair_wins(task.pair_log_probs(policy.eval()), init_log_probs)
+        if path is not None:
+            policy.load_state_dict(load_checkpoint(path)["model"])
+        found = task.pair_log_probs(policy.eval())
+        if cached is not None:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            torch.save(found, cached)
+        return found
+
+    log_probs["sft"] = scored("sft", None)
+    for name, path in paths.items():
+        log_probs[name] = scored(name, path)
+    if only:
+        return {}, {}
+    wins = {name: pair_wins(lp, log_probs["sft"]) for name, lp in log_probs.items()}
     numbers: dict[str, float] = {"heldout_pairs": len(wins["sft"])}
     numbers.update({f"acc_{name}": float(w.mean()) for name, w in wins.items()})
     rng = numpy_rng(seed, BOOTSTRAP_STREAM)
@@ -113,9 +140,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run", required=True, help="the scale=real run folder (checkpoints)")
     parser.add_argument("--seed", type=int, default=0, help="the real rung's seed (REAL_SEEDS)")
     parser.add_argument("--write", action="store_true", help="store results/diagnosis.json")
+    parser.add_argument("--cache", help="a folder keeping each model's scores between calls")
+    parser.add_argument("--only", nargs="+", default=[], help="score just these models")
     args = parser.parse_args(argv)
     started = (time.perf_counter(), cpu_seconds())
-    numbers, details = run(Path(args.run), args.seed)
+    cache = Path(args.cache) if args.cache else None
+    numbers, details = run(Path(args.run), args.seed, cache=cache, only=tuple(args.only))
+    if args.only:
+        return 0
     real = results_file(SLUG, "real.json")
     if real is not None:
         numbers["max_gap_to_run"] = agreement(numbers, real, args.seed)
