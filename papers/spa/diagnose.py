@@ -61,6 +61,13 @@ def pair_wins(log_probs: torch.Tensor, init_log_probs: torch.Tensor) -> np.ndarr
     return ((difference > 0).double() + 0.5 * (difference == 0).double()).numpy()
 
 
+def pair_margins(log_probs: torch.Tensor, init_log_probs: torch.Tensor, beta: float) -> np.ndarray:
+    """Per held-out pair: the implicit reward margin r(chosen) - r(rejected)."""
+    return (
+        beta * (log_probs - init_log_probs) @ torch.tensor([1.0, -1.0], dtype=torch.float64)
+    ).numpy()
+
+
 def compare(wins: np.ndarray, baseline: np.ndarray, rng: np.random.Generator) -> dict[str, float]:
     """Paired comparison of two arms on the same pairs: the accuracy difference, its bootstrap
     95 % interval (pairs resampled), and the exact sign test on the pairs where they disagree."""
@@ -115,13 +122,25 @@ def run(
     if only:
         return {}, {}
     wins = {name: pair_wins(lp, log_probs["sft"]) for name, lp in log_probs.items()}
+    margins = {
+        name: pair_margins(lp, log_probs["sft"], cfg.spa.beta) for name, lp in log_probs.items()
+    }
     numbers: dict[str, float] = {"heldout_pairs": len(wins["sft"])}
     numbers.update({f"acc_{name}": float(w.mean()) for name, w in wins.items()})
+    numbers.update({f"margin_{name}": float(m.mean()) for name, m in margins.items()})
     rng = numpy_rng(seed, BOOTSTRAP_STREAM)
     for arm, baseline in COMPARISONS:
         for key, value in compare(wins[arm], wins[baseline], rng).items():
             numbers[f"{arm}_vs_{baseline}_{key}"] = value
-    return numbers, {"per_pair_wins": {k: w.tolist() for k, w in wins.items()}}
+        # the same pairs on the continuous scale: the reward margin r(chosen) - r(rejected)
+        for key, value in compare(margins[arm], margins[baseline], rng).items():
+            if key in ("difference", "ci_low", "ci_high", "sign_test_p"):
+                numbers[f"{arm}_vs_{baseline}_margin_{key}"] = value
+    details = {
+        "per_pair_wins": {k: w.tolist() for k, w in wins.items()},
+        "per_pair_reward_margins": {k: m.tolist() for k, m in margins.items()},
+    }
+    return numbers, details
 
 
 def agreement(numbers: dict[str, float], real: dict, seed: int) -> float:

@@ -125,6 +125,7 @@ def test_paired_comparison_on_a_hand_case():
     init = torch.tensor([[-1.0, -1.0], [-2.0, -1.0]], dtype=torch.float64)
     policy = init + torch.tensor([[0.5, 0.0], [0.0, 0.0]], dtype=torch.float64)
     assert diagnose.pair_wins(policy, init).tolist() == [1.0, 0.5]
+    assert diagnose.pair_margins(policy, init, 0.1).tolist() == pytest.approx([0.05, 0.0])
 
 
 def test_heldout_metrics_on_a_hand_case():
