@@ -130,8 +130,8 @@ REAL_LABELS = {
     "coin_flip": "coin-flip judge (negative control)",
 }
 REAL_PAPER_NUMBER = (
-    "AlpacaEval 2.0 length-controlled win rate vs GPT-4: SPA 15.46 % against DPO-on-seed 7.68 % "
-    "(Zephyr-7B, 3.3 % of UltraFeedback's labels)"
+    "AlpacaEval 2.0 length-controlled win rate vs GPT-4-Turbo: SPA 15.39 % against DPO-on-seed "
+    "9.03 % (Zephyr-7B SFT, 3.3 % of UltraFeedback's labels; paper Table 1)"
 )
 REAL_CI = False  # about two hours on 2 cores: scripts/reproduce.py --paper spa --scale real
 # ~6,500 CPU s expected from a 300-CPU-s pilot (16 seed pairs, one iteration of 16 prompts):
