@@ -196,6 +196,17 @@ def test_case19_matryoshka_kv_labels_quote_the_ablation_rank_and_the_search_budg
     assert table_spec(claims, "toy", default)[1] == claims.LABELS  # the default's text
 
 
+def test_case19_matryoshka_kv_a_rank_past_the_head_size_is_refused_naming_its_key():
+    # the toy's head size is 16 (model.hidden_size / heads); each kind of rank is checked
+    message = refused("matryoshka_kv", ["projection.fixed_rank=17"], "projection.fixed_rank", "toy")
+    why = "each rank must be <= 16 (model.hidden_size / heads)"
+    assert message == f"projection.fixed_rank=17: {why}"
+    message = refused("matryoshka_kv", ["eval.ranks=[2,32]"], "eval.ranks", "toy")
+    assert message.startswith("eval.ranks=[2, 32]: each rank must be <= 16")
+    ablation_off = ["projection.fixed_rank=17", "methods=[pca,matryoshka]"]
+    to_object(compose_dict("matryoshka_kv", "toy", ablation_off))  # a rank no method uses
+
+
 def test_case15_lucidppn_image_folder_options_are_refused_with_the_toy_data():
     # Was: data.augment=true accepted on the toy birds and silently ignored.
     message = refused("lucidppn", ["data.augment=true"], "data.augment")

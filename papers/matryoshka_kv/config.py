@@ -184,16 +184,17 @@ def rank_problems(cfg: Config, head_dim: int, source: str) -> list[str]:
     """The ranks a run uses against the model's head size ``d`` (``source`` says where ``d``
     comes from): evaluation, the training schedule and the fixed rank at most ``d``, the
     search's step below it (:func:`papers.matryoshka_kv.method.greedy_rank_search`)."""
-    valid = f"each rank must be <= {head_dim} ({source})"
-    checks = [(list(cfg.eval.ranks), "eval.ranks", valid)]
+    # key -> (the value as configured, the ranks it asks for)
+    checks = {"eval.ranks": (list(cfg.eval.ranks), list(cfg.eval.ranks))}
     if any(method in SCHEDULED for method in cfg.methods):
-        checks.append((list(cfg.projection.rank_schedule), "projection.rank_schedule", valid))
+        schedule = list(cfg.projection.rank_schedule)
+        checks["projection.rank_schedule"] = (schedule, schedule)
     if "fixed_rank" in cfg.methods:
-        checks.append((cfg.projection.fixed_rank, "projection.fixed_rank", valid))
+        checks["projection.fixed_rank"] = (cfg.projection.fixed_rank, [cfg.projection.fixed_rank])
     problems = [
-        f"{key}={ranks}: {why}"
-        for ranks, key, why in checks
-        if max(ranks if isinstance(ranks, list) else [ranks]) > head_dim
+        f"{key}={value}: each rank must be <= {head_dim} ({source})"
+        for key, (value, ranks) in checks.items()
+        if max(ranks) > head_dim
     ]
     if "matryoshka_searched" in cfg.methods and cfg.rank_search.step >= head_dim:
         problems.append(
