@@ -185,6 +185,45 @@ def test_the_demo_path_end_to_end_on_a_tiny_llama(tmp_path):
         assert metrics[method]["mean_response_tokens"]["mean"] <= 6
     assert metrics["spa"]["heldout_acc_it0"]["mean"] == metrics["dpo_seed"]["heldout_acc"]["mean"]
     assert (out / "real_heldout.png").is_file()
+    assert diagnose.agreement(numbers, record, 0) == 0
+    # the paper-ratio experiment's arms and comparisons, on the same run's checkpoints
+    found, _ = diagnose.run(
+        out,
+        0,
+        tuple(overrides),
+        scale="paper",
+        arms=diagnose.RATIO_ARMS,
+        comparisons=diagnose.RATIO_COMPARISONS,
+    )
+    assert "acc_spa_nosr" not in found
+    assert found["spa_vs_coin_flip_difference"] == pytest.approx(
+        found["acc_spa"] - found["acc_coin_flip"]
+    )
+    assert diagnose.agreement(found, record, 0) == 0
+
+
+def test_the_paper_ratio_rule_on_hand_cases():
+    def word(difference, low, high):
+        key = f"{diagnose.RATIO_PREFIX}spa_vs_dpo_seed"
+        numbers = {f"{key}_difference": difference, f"{key}_ci_low": low, f"{key}_ci_high": high}
+        return diagnose.ratio_word(numbers)
+
+    assert word(0.05, 0.01, 0.09) == "protocol"  # the claim's gain, resolved above 0
+    assert word(0.03, -0.01, 0.07) == "open"  # the gain, but 0 inside the interval
+    assert word(0.01, -0.03, 0.05) == "open"  # the bar and 0 both inside
+    assert word(-0.03, -0.07, 0.019) == "method"  # the bar excluded
+    assert word(0.0, -0.01, 0.02) == "open"  # the bar on the interval's edge: not excluded
+
+
+def test_the_gain_claims_diagnosis_word_is_the_paper_ratio_rules():
+    from papers.spa.claims import GAIN_CLAIM, REAL_DIAGNOSES
+    from shared.findings import results_file
+
+    evidence = results_file("spa", "diagnosis.json")
+    if evidence is None or "ratio_spa_vs_dpo_seed_difference" not in evidence["numbers"]:
+        pytest.skip("results/diagnosis.json holds no paper-ratio experiment yet")
+    (diagnosis,) = [d for d in REAL_DIAGNOSES if GAIN_CLAIM in d.claims]
+    assert diagnosis.word == diagnose.ratio_word(evidence["numbers"])
 
 
 def test_the_real_rung_reads_only_the_pinned_model_and_pairs(tmp_path):
