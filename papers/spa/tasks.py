@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from tqdm.auto import tqdm
 
 from papers.spa.config import Config
 from papers.spa.data import (
@@ -289,7 +290,13 @@ class ChatTask:
         model.eval()
         torch.manual_seed(hash((self.seed, STREAM_SAMPLE, stream)) % 2**63)
         out: list[list[list[int]]] = []
-        for start in range(0, len(pool.ids), self.micro_batch):
+        starts = tqdm(  # sampling a pool takes minutes on a CPU: show it
+            range(0, len(pool.ids), self.micro_batch),
+            desc=f"sample it{stream} s{self.seed}",
+            leave=False,
+            disable=not self.cfg.runtime.progress,
+        )
+        for start in starts:
             chunk = pool.ids[start : start + self.micro_batch]
             width = max(map(len, chunk))  # left padding for generation
             ids = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
