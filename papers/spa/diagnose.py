@@ -36,6 +36,7 @@ import numpy as np
 import torch
 from scipy.stats import binomtest
 
+from papers.spa.claims import GAIN_CLAIM, REAL_CLAIMS
 from papers.spa.tasks import ChatTask
 from shared.checkpoint import load_checkpoint
 from shared.config import REAL_SCALE, compose
@@ -59,7 +60,8 @@ PAPER_RATIO = (
 RATIO_ARMS = ("spa", "coin_flip")
 RATIO_COMPARISONS = (("spa", "dpo_seed"), ("coin_flip", "dpo_seed"), ("spa", "coin_flip"))
 RATIO_PREFIX = "ratio_"  # the ratio experiment's numbers, beside the rung's
-CLAIM_GAIN = 0.02  # the gain claim's bar (claims.GAIN_CLAIM: SPA - DPO-on-seed >= 0.02)
+# the gain claim's bar (SPA - DPO-on-seed >= 0.02), read from the claim itself
+(CLAIM_GAIN,) = [c.comparator.margin for c in REAL_CLAIMS if c.name == GAIN_CLAIM]
 BOOTSTRAP_DRAWS = 10_000
 BOOTSTRAP_STREAM = 54  # numpy_rng(seed, stream): the resampling's own draws
 
