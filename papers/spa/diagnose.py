@@ -60,6 +60,7 @@ PAPER_RATIO = (
 RATIO_ARMS = ("spa", "coin_flip")
 RATIO_COMPARISONS = (("spa", "dpo_seed"), ("coin_flip", "dpo_seed"), ("spa", "coin_flip"))
 RATIO_PREFIX = "ratio_"  # the ratio experiment's numbers, beside the rung's
+RUN_RECORD_KEYS = ("git_commit", "command", "wall_time_s", "cpu_time_s", "metrics")
 # the gain claim's bar (SPA - DPO-on-seed >= 0.02), read from the claim itself
 (CLAIM_GAIN,) = [c.comparator.margin for c in REAL_CLAIMS if c.name == GAIN_CLAIM]
 BOOTSTRAP_DRAWS = 10_000
@@ -228,12 +229,16 @@ def main(argv: list[str] | None = None) -> int:
             arms=RATIO_ARMS,
             comparisons=RATIO_COMPARISONS,
         )
-        if found:
-            found["max_gap_to_run"] = agreement(
-                found, read_json(ratio_run / RESULT_NAME), args.seed
-            )
+        ratio_record = read_json(ratio_run / RESULT_NAME)
+        if found:  # the rescoring against the ratio run's own record
+            found["max_gap_to_run"] = agreement(found, ratio_record, args.seed)
         numbers.update({RATIO_PREFIX + key: value for key, value in found.items()})
-        details["paper_ratio"] = {"overrides": list(PAPER_RATIO), **found_details}
+        details["paper_ratio"] = {
+            "overrides": list(PAPER_RATIO),
+            # the run's own record: which commit trained it, its cost and its table
+            **{key: ratio_record[key] for key in RUN_RECORD_KEYS},
+            **found_details,
+        }
     if args.only:
         return 0
     real = results_file(SLUG, "real.json")

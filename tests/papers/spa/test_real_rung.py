@@ -215,6 +215,41 @@ def test_the_paper_ratio_rule_on_hand_cases():
     assert word(0.0, -0.01, 0.02) == "open"  # the bar on the interval's edge: not excluded
 
 
+def test_the_diagnosis_command_joins_the_paper_ratio_run(tmp_path, monkeypatch, capsys):
+    # the scoring itself is tested on a tiny run above; here the command's wiring: the ratio
+    # run scored with PAPER_RATIO and its arms, its numbers prefixed, checked against its record
+    def scored(run_dir, seed, overrides=(), **kwargs):
+        acc = {"sft": 0.5, "dpo_seed": 0.75, "spa": 0.7, "coin_flip": 0.6}
+        if overrides:
+            assert overrides == diagnose.PAPER_RATIO and kwargs["arms"] == diagnose.RATIO_ARMS
+        numbers = {f"acc_{k}": v for k, v in acc.items()}
+        numbers["spa_vs_dpo_seed_difference"] = -0.05
+        numbers["spa_vs_dpo_seed_ci_low"], numbers["spa_vs_dpo_seed_ci_high"] = -0.1, 0.0
+        return numbers, {"per_pair_wins": {}}
+
+    written = {}
+    monkeypatch.setattr(diagnose, "run", scored)
+    monkeypatch.setattr(diagnose, "results_file", lambda *a: None)
+    monkeypatch.setattr(
+        diagnose, "write_evidence", lambda *args: written.update(numbers=args[1], details=args[4])
+    )
+    ratio = tmp_path / "ratio"
+    ratio.mkdir()
+    record = {
+        "git_commit": "abc",
+        "command": "python -m papers.spa.train scale=real ...",
+        "wall_time_s": 1.0,
+        "cpu_time_s": 1.0,
+        "metrics": {"spa": {"heldout_acc": {"per_seed": {"0": 0.7}}}},
+    }
+    (ratio / "result.json").write_text(json.dumps(record))
+    assert diagnose.main(["--run", str(tmp_path), "--ratio-run", str(ratio), "--write"]) == 0
+    assert written["numbers"]["ratio_acc_spa"] == 0.7 and written["numbers"]["acc_spa"] == 0.7
+    assert written["numbers"]["ratio_max_gap_to_run"] == 0
+    assert written["details"]["paper_ratio"]["git_commit"] == "abc"
+    assert "the paper-ratio iteration's rule says: method" in capsys.readouterr().out
+
+
 def test_the_gain_claims_diagnosis_word_is_the_paper_ratio_rules():
     from papers.spa.claims import GAIN_CLAIM, REAL_DIAGNOSES
     from shared.findings import results_file
