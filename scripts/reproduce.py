@@ -6,6 +6,7 @@
     python scripts/reproduce.py --paper adamcb --check            # HEAD vs the committed file
     python scripts/reproduce.py --paper etcd --scale real --write # the real rung: results/real.json
     python scripts/reproduce.py --paper gnn_kvariance --scale real --workers 2  # 2 runs at once
+    python scripts/reproduce.py --paper spa --scale real --check --run-dir outputs/reproduce
 
 ``--write`` stores ``papers/<slug>/results/toy.json`` (per-method mean and std, each claim's
 measured value, threshold and verdict, command, commit, versions, wall time) and the run's main
@@ -18,6 +19,11 @@ and ``REAL_METHODS``, judged by ``REAL_CLAIMS``, and writes ``results/real.json`
 asset's name, version and sha256) and ``results/real.png``; ``--paper all`` then means every
 paper with a real rung. Then run ``python scripts/render_tables.py`` to refresh the README
 tables.
+
+The run folder is a temporary directory, deleted afterwards, unless ``--run-dir DIR`` keeps it
+as ``DIR/<slug>``: a run stopped there (killed, out of memory) continues from its finished runs
+and checkpoints when the same command is given again (the loop resumes; a folder of another
+config is refused), and the checkpoints stay for a paper's ``diagnose.py``.
 
 ``--write`` refuses a tree whose tracked files (other than ``papers/*/results/``) differ from
 HEAD, and a process not on the pinned float path: a results file names the commit and the
@@ -52,6 +58,8 @@ import subprocess
 import sys
 import tempfile
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -134,6 +142,19 @@ def check_float_path_for_write() -> None:
         )
 
 
+@contextmanager
+def run_folder(slug: str, run_dir: Path | None) -> Iterator[str | Path]:
+    """The paper's run folder: ``run_dir/<slug>`` when given (kept, and resumed by the loop
+    when it holds the same run), else a temporary directory deleted afterwards."""
+    if run_dir is None:
+        with tempfile.TemporaryDirectory(prefix=f"claims-{slug}-") as tmp:
+            yield tmp
+        return
+    folder = Path(run_dir) / slug
+    folder.mkdir(parents=True, exist_ok=True)
+    yield folder
+
+
 def reproduce(
     slug: str,
     seeds: list[int] | None,
@@ -144,9 +165,11 @@ def reproduce(
     check: bool = False,
     scale: str = "toy",
     workers: int = 1,
+    run_dir: Path | None = None,
 ) -> Outcome:
     """Run one paper's claims; print their verdicts; optionally write its results file (and
-    figure), recording ``commit``, or compare the run with the committed file (``check``)."""
+    figure), recording ``commit``, or compare the run with the committed file (``check``).
+    ``run_dir``: keep (and resume) the run folder there instead of a temporary one."""
     _, claims = paper_modules(slug)
     real = scale == REAL_SCALE
     if real and heldout:
@@ -159,7 +182,7 @@ def reproduce(
         (f"runtime.workers={workers}",) if workers > 1 else ()
     )
     results_dir = REPO_ROOT / "papers" / slug / RESULTS_DIR
-    with tempfile.TemporaryDirectory(prefix=f"claims-{slug}-") as tmp:
+    with run_folder(slug, run_dir) as tmp:
         record = check_claims(
             slug, Path(tmp), seeds=seeds, overrides=overrides, scale=scale if real else None
         )
@@ -280,6 +303,13 @@ def run(argv: list[str] | None) -> int:
         help="(method, seed) runs at once in forked processes (runtime.workers; the numbers do "
         "not change, a long real rung takes less wall time on more cores)",
     )
+    parser.add_argument(
+        "--run-dir",
+        type=Path,
+        default=None,
+        help="keep each paper's run folder as RUN_DIR/<slug> (default: a temporary one); the "
+        "same command there resumes a stopped run from its checkpoints",
+    )
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error(f"--workers {args.workers}: run at least one process")
@@ -309,6 +339,7 @@ def run(argv: list[str] | None) -> int:
             check=args.check,
             scale=args.scale,
             workers=args.workers,
+            run_dir=args.run_dir,
         )
     column = "real-data claims" if real else ("held-out claims" if args.heldout else "toy claims")
     header, rows = ["paper", column], [[slug, o.claims] for slug, o in outcomes.items()]

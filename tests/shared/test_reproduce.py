@@ -40,6 +40,7 @@ def reproduce(monkeypatch, tmp_path):
 
     def fake_check_claims(slug, out_dir, seeds=None, overrides=(), scale=None):
         calls.append(seeds)
+        module.run_folders.append(out_dir)
         claims = paper_modules(slug)[1]
         (out_dir / (claims.REAL_PLOT if scale == "real" else claims.PLOT)).write_bytes(b"png")
         return {
@@ -58,6 +59,7 @@ def reproduce(monkeypatch, tmp_path):
 
     monkeypatch.setattr(module, "check_claims", fake_check_claims)
     module.calls = calls
+    module.run_folders = []  # where each fake run ran
     module.claims_out = [CLAIM]  # what the fake run's claims measure; a test may change it
     return module
 
@@ -95,6 +97,16 @@ def test_scale_real_writes_real_json_with_its_assets(reproduce, tmp_path):
     without = next(p for p in PAPERS if p not in real_papers())
     with pytest.raises(SystemExit):  # argparse: not a paper with a real rung
         reproduce.main(["--paper", without, "--scale", "real"])
+
+
+def test_run_dir_keeps_each_papers_run_folder_and_the_default_deletes_it(reproduce, tmp_path):
+    keep = tmp_path / "keep"
+    assert reproduce.main(["--paper", "adamcb", "--seeds", "0", "--run-dir", str(keep)]) == 0
+    _, claims = paper_modules("adamcb")
+    assert reproduce.run_folders[-1] == keep / "adamcb"
+    assert (keep / "adamcb" / claims.PLOT).is_file()  # kept: a stopped run resumes there
+    assert reproduce.main(["--paper", "adamcb", "--seeds", "0"]) == 0
+    assert not reproduce.run_folders[-1].exists()  # the temporary folder is gone
 
 
 def test_heldout_refuses_explicit_seeds(reproduce, capsys):
